@@ -1,0 +1,66 @@
+//! SGLang's MUSA wrapper state that its scheduler-metadata auto-injection reads (musa-fa3.md §4).
+
+use serde::{Deserialize, Serialize};
+
+/// The spec's `context` object.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct SglangContext {
+    /// `_CURRENT_BACKEND`; `None` = no MUSA backend constructed in the process (no injection).
+    #[serde(default)]
+    pub sglang_backend: Option<SglangBackend>,
+}
+
+/// The fields of the most recently constructed `MusaFlashAttentionBackend` that injection reads.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct SglangBackend {
+    /// `_current_prefix`: `forward_extend`, `forward_decode`, or a cascade variant.
+    #[serde(default = "default_prefix")]
+    pub prefix: String,
+    /// `_current_layer`; `None` until the backend has run its first attention layer.
+    #[serde(default)]
+    pub layer: Option<LayerInfo>,
+    #[serde(default = "one")]
+    pub num_hidden_layers: u32,
+    #[serde(default)]
+    pub pp_rank: u32,
+    #[serde(default = "one")]
+    pub pp_world_size: u32,
+    #[serde(default)]
+    pub first_k_dense_replace: Option<u32>,
+    #[serde(default)]
+    pub full_attention_interval: Option<u32>,
+    #[serde(default)]
+    pub can_run_tbo: bool,
+    /// `_current_max_seqlen_k`.
+    #[serde(default)]
+    pub max_seqlen_k: Option<i64>,
+    #[serde(default)]
+    pub use_mla: bool,
+    /// The raw value of env `SGLANG_MUSA_FA3_FORCE_UPDATE_METADATA` (`None` = unset).
+    #[serde(default)]
+    pub force_update_metadata: Option<String>,
+    /// Prefixes already present in `_MATE_NO_MLA_SCHEDULER_METADATA_DICT`.
+    #[serde(default)]
+    pub cached_prefixes: Vec<String>,
+}
+
+/// The `RadixAttention` layer recorded as `_current_layer`.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct LayerInfo {
+    pub layer_id: u32,
+    pub tp_q_head_num: i64,
+    pub tp_k_head_num: i64,
+    pub qk_head_dim: i64,
+    pub v_head_dim: i64,
+}
+
+fn default_prefix() -> String {
+    "forward_decode".into()
+}
+
+fn one() -> u32 {
+    1
+}

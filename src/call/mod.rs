@@ -1,0 +1,84 @@
+//! The call model: one Python call of `flash_attn_with_kvcache`, exactly as a caller wrote it.
+//!
+//! A [`KvCacheCall`] keeps positional and keyword arguments apart and in order, so that each stack
+//! can bind them to its own signature ([`signature::bind`]) and report CPython's exact `TypeError`.
+//! [`Dims`] derives the sizes every other module needs (batch, seqlens, heads, head dims, paging)
+//! once, from the canonical (SGLang MUSA wrapper) binding.
+
+mod context;
+mod dims;
+mod dtype;
+pub mod signature;
+mod value;
+
+pub use context::{LayerInfo, SglangBackend, SglangContext};
+pub use dims::{Dims, DimsError};
+pub use dtype::Dtype;
+pub use signature::{BoundArgs, Signature};
+pub use value::{Device, PyValue, TensorArg, TensorValues, python_float_repr};
+
+/// One call of `flash_attn_with_kvcache`.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct KvCacheCall {
+    /// The case name, from the spec's `id`.
+    pub id: String,
+    /// Seed for the data of tensors the spec gives without values.
+    pub seed: u64,
+    /// SGLang's MUSA wrapper state at the time of the call.
+    pub context: SglangContext,
+    pub positional: Vec<PyValue>,
+    /// Keyword arguments in the order the caller wrote them.
+    pub keywords: Vec<(String, PyValue)>,
+}
+
+impl KvCacheCall {
+    /// Binds to the canonical signature (the SGLang MUSA wrapper's: every parameter any stack has,
+    /// in the order porters write them).
+    pub fn bind_canonical(&self) -> Result<BoundArgs, String> {
+        signature::bind(&signature::SGLANG_MUSA, self)
+    }
+
+    /// The value passed for `name`, by keyword or by its canonical position; `None` when not passed.
+    pub fn passed(&self, name: &str) -> Option<&PyValue> {
+        if let Some((_, v)) = self.keywords.iter().find(|(k, _)| k == name) {
+            return Some(v);
+        }
+        let pos = signature::SGLANG_MUSA
+            .params
+            .iter()
+            .position(|(p, _)| *p == name)?;
+        self.positional.get(pos)
+    }
+
+    /// Sets a keyword argument, replacing an earlier keyword of the same name (builder for tests
+    /// and generators).
+    pub fn set(&mut self, name: &str, value: PyValue) -> &mut Self {
+        match self.keywords.iter_mut().find(|(k, _)| k == name) {
+            Some(slot) => slot.1 = value,
+            None => self.keywords.push((name.to_string(), value)),
+        }
+        self
+    }
+
+    /// Removes a keyword argument (it becomes "not passed").
+    pub fn unset(&mut self, name: &str) -> &mut Self {
+        self.keywords.retain(|(k, _)| k != name);
+        self
+    }
+
+    /// Every tensor argument with the name it is bound to canonically (positional arguments beyond
+    /// the canonical signature are named `arg<i>`).
+    pub fn tensors(&self) -> impl Iterator<Item = (String, &TensorArg)> {
+        let positional = self.positional.iter().enumerate().map(|(i, v)| {
+            let name = signature::SGLANG_MUSA
+                .params
+                .get(i)
+                .map_or_else(|| format!("arg{i}"), |(n, _)| n.to_string());
+            (name, v)
+        });
+        let keywords = self.keywords.iter().map(|(k, v)| (k.clone(), v));
+        positional
+            .chain(keywords)
+            .filter_map(|(name, v)| v.as_tensor().map(|t| (name, t)))
+    }
+}

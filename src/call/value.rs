@@ -1,0 +1,381 @@
+//! Python values as a caller passes them: None, scalars, sequences, tensors and other objects.
+
+use super::Dtype;
+use std::fmt;
+
+/// Where a tensor lives. A spec may leave it open; then it is the native device of the stack being
+/// checked (`musa` for the MUSA stack, `cuda` for the CUDA ones).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Device {
+    Musa,
+    Cuda,
+    Cpu,
+}
+
+impl Device {
+    pub fn name(self) -> &'static str {
+        match self {
+            Device::Musa => "musa",
+            Device::Cuda => "cuda",
+            Device::Cpu => "cpu",
+        }
+    }
+
+    pub fn from_name(name: &str) -> Option<Device> {
+        // torch writes devices as `cuda:0`; the index does not matter to any check modelled here.
+        let kind = name.split(':').next().unwrap_or(name);
+        match kind {
+            "musa" => Some(Device::Musa),
+            "cuda" => Some(Device::Cuda),
+            "cpu" => Some(Device::Cpu),
+            _ => None,
+        }
+    }
+}
+
+/// Element values of a tensor, row-major over its logical shape.
+#[derive(Clone, Debug, PartialEq)]
+pub enum TensorValues {
+    Int(Vec<i64>),
+    Float(Vec<f64>),
+}
+
+impl TensorValues {
+    pub fn len(&self) -> usize {
+        match self {
+            TensorValues::Int(v) => v.len(),
+            TensorValues::Float(v) => v.len(),
+        }
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// Values as integers (floats truncate toward zero, as `tensor.long()` does).
+    pub fn to_i64(&self) -> Vec<i64> {
+        match self {
+            TensorValues::Int(v) => v.clone(),
+            TensorValues::Float(v) => v.iter().map(|&x| x as i64).collect(),
+        }
+    }
+
+    pub fn to_f64(&self) -> Vec<f64> {
+        match self {
+            TensorValues::Int(v) => v.iter().map(|&x| x as f64).collect(),
+            TensorValues::Float(v) => v.clone(),
+        }
+    }
+}
+
+/// A tensor argument: metadata always, values when the spec carries them.
+#[derive(Clone, Debug, PartialEq)]
+pub struct TensorArg {
+    pub dtype: Dtype,
+    pub shape: Vec<usize>,
+    /// Strides in elements; `None` means contiguous (torch's default layout).
+    pub stride: Option<Vec<usize>>,
+    pub device: Option<Device>,
+    pub values: Option<TensorValues>,
+}
+
+impl TensorArg {
+    pub fn new(dtype: Dtype, shape: &[usize]) -> TensorArg {
+        TensorArg {
+            dtype,
+            shape: shape.to_vec(),
+            stride: None,
+            device: None,
+            values: None,
+        }
+    }
+
+    pub fn with_ints(dtype: Dtype, shape: &[usize], values: Vec<i64>) -> TensorArg {
+        TensorArg {
+            values: Some(TensorValues::Int(values)),
+            ..TensorArg::new(dtype, shape)
+        }
+    }
+
+    pub fn ndim(&self) -> usize {
+        self.shape.len()
+    }
+
+    /// Number of elements, `None` when it does not fit in `usize`.
+    pub fn numel(&self) -> Option<usize> {
+        self.shape
+            .iter()
+            .try_fold(1usize, |acc, &d| acc.checked_mul(d))
+    }
+
+    /// torch's contiguous strides for `shape`.
+    pub fn contiguous_strides(shape: &[usize]) -> Vec<usize> {
+        let mut strides = vec![1usize; shape.len()];
+        for i in (0..shape.len().saturating_sub(1)).rev() {
+            strides[i] = strides[i + 1].saturating_mul(shape[i + 1].max(1));
+        }
+        strides
+    }
+
+    pub fn strides(&self) -> Vec<usize> {
+        self.stride
+            .clone()
+            .unwrap_or_else(|| TensorArg::contiguous_strides(&self.shape))
+    }
+
+    /// Normalises a Python dimension index (negative counts from the end).
+    fn dim_index(&self, dim: isize) -> Option<usize> {
+        let n = self.ndim() as isize;
+        let i = if dim < 0 { dim + n } else { dim };
+        (0..n).contains(&i).then_some(i as usize)
+    }
+
+    /// `tensor.shape[dim]`, `None` when out of range.
+    pub fn size(&self, dim: isize) -> Option<usize> {
+        self.dim_index(dim).map(|i| self.shape[i])
+    }
+
+    /// `tensor.stride(dim)`, `None` when out of range.
+    pub fn stride_of(&self, dim: isize) -> Option<usize> {
+        self.dim_index(dim).map(|i| self.strides()[i])
+    }
+
+    /// torch's `is_contiguous()`: dimensions of size 1 may have any stride; empty tensors are contiguous.
+    pub fn is_contiguous(&self) -> bool {
+        if self.shape.contains(&0) {
+            return true;
+        }
+        let strides = self.strides();
+        let mut expected = 1usize;
+        for (&size, &stride) in self.shape.iter().zip(&strides).rev() {
+            if size != 1 {
+                if stride != expected {
+                    return false;
+                }
+                expected = expected.saturating_mul(size);
+            }
+        }
+        true
+    }
+
+    /// Device after applying the stack's native device to an unspecified one.
+    pub fn device_or(&self, native: Device) -> Device {
+        self.device.unwrap_or(native)
+    }
+
+    /// Integer values, when given.
+    pub fn int_values(&self) -> Option<Vec<i64>> {
+        self.values.as_ref().map(TensorValues::to_i64)
+    }
+}
+
+/// A Python value passed to `flash_attn_with_kvcache`.
+#[derive(Clone, Debug, PartialEq)]
+pub enum PyValue {
+    None,
+    Bool(bool),
+    Int(i64),
+    Float(f64),
+    Str(String),
+    Tuple(Vec<PyValue>),
+    List(Vec<PyValue>),
+    Tensor(TensorArg),
+    /// Any other object, described by its Python type name (`function`, `dict`, ...).
+    Object(String),
+}
+
+impl PyValue {
+    /// `type(x).__name__`.
+    pub fn type_name(&self) -> &str {
+        match self {
+            PyValue::None => "NoneType",
+            PyValue::Bool(_) => "bool",
+            PyValue::Int(_) => "int",
+            PyValue::Float(_) => "float",
+            PyValue::Str(_) => "str",
+            PyValue::Tuple(_) => "tuple",
+            PyValue::List(_) => "list",
+            PyValue::Tensor(_) => "Tensor",
+            PyValue::Object(name) => name,
+        }
+    }
+
+    pub fn is_none(&self) -> bool {
+        matches!(self, PyValue::None)
+    }
+
+    pub fn as_tensor(&self) -> Option<&TensorArg> {
+        match self {
+            PyValue::Tensor(t) => Some(t),
+            _ => None,
+        }
+    }
+
+    /// `isinstance(x, int)`: true for ints and bools.
+    pub fn as_int(&self) -> Option<i64> {
+        match self {
+            PyValue::Int(i) => Some(*i),
+            PyValue::Bool(b) => Some(*b as i64),
+            _ => None,
+        }
+    }
+
+    /// A Python number as float (`int`, `bool` or `float`).
+    pub fn as_number(&self) -> Option<f64> {
+        match self {
+            PyValue::Float(f) => Some(*f),
+            other => other.as_int().map(|i| i as f64),
+        }
+    }
+
+    /// Python truthiness, where it is defined without calling into an object.
+    pub fn truthy(&self) -> Option<bool> {
+        match self {
+            PyValue::None => Some(false),
+            PyValue::Bool(b) => Some(*b),
+            PyValue::Int(i) => Some(*i != 0),
+            PyValue::Float(f) => Some(*f != 0.0),
+            PyValue::Str(s) => Some(!s.is_empty()),
+            PyValue::Tuple(v) | PyValue::List(v) => Some(!v.is_empty()),
+            PyValue::Tensor(_) | PyValue::Object(_) => None,
+        }
+    }
+
+    /// Elements of a tuple or list (what `x[0]`, `x[1]` index).
+    pub fn as_sequence(&self) -> Option<&[PyValue]> {
+        match self {
+            PyValue::Tuple(v) | PyValue::List(v) => Some(v),
+            _ => None,
+        }
+    }
+
+    /// Python equality with an int, as `ver != 3` evaluates it (`3.0 == 3`, `True == 1`).
+    pub fn eq_int(&self, other: i64) -> bool {
+        match self {
+            PyValue::Int(i) => *i == other,
+            PyValue::Bool(b) => *b as i64 == other,
+            PyValue::Float(f) => *f == other as f64,
+            _ => false,
+        }
+    }
+
+    /// Python `hash()` succeeds (lists and dicts are unhashable).
+    pub fn is_hashable(&self) -> bool {
+        match self {
+            PyValue::List(_) => false,
+            PyValue::Tuple(items) => items.iter().all(PyValue::is_hashable),
+            PyValue::Object(name) => {
+                !matches!(name.as_str(), "dict" | "set" | "list" | "bytearray")
+            }
+            _ => true,
+        }
+    }
+}
+
+/// Python's `repr()` of the value (tensors are shown by shape and dtype, not by data).
+impl fmt::Display for PyValue {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            PyValue::None => f.write_str("None"),
+            PyValue::Bool(true) => f.write_str("True"),
+            PyValue::Bool(false) => f.write_str("False"),
+            PyValue::Int(i) => write!(f, "{i}"),
+            PyValue::Float(x) => f.write_str(&python_float_repr(*x)),
+            PyValue::Str(s) => write!(f, "'{s}'"),
+            PyValue::Tuple(items) => {
+                f.write_str("(")?;
+                for (i, item) in items.iter().enumerate() {
+                    if i > 0 {
+                        f.write_str(", ")?;
+                    }
+                    write!(f, "{item}")?;
+                }
+                if items.len() == 1 {
+                    f.write_str(",")?;
+                }
+                f.write_str(")")
+            }
+            PyValue::List(items) => {
+                f.write_str("[")?;
+                for (i, item) in items.iter().enumerate() {
+                    if i > 0 {
+                        f.write_str(", ")?;
+                    }
+                    write!(f, "{item}")?;
+                }
+                f.write_str("]")
+            }
+            PyValue::Tensor(t) => {
+                let dims: Vec<String> = t.shape.iter().map(usize::to_string).collect();
+                write!(f, "Tensor[{}]({})", t.dtype.torch_name(), dims.join(", "))
+            }
+            PyValue::Object(name) => write!(f, "<{name} object>"),
+        }
+    }
+}
+
+/// Python's `repr(float)`: shortest round-trip digits, always with a `.0` or exponent.
+pub fn python_float_repr(x: f64) -> String {
+    if x.is_nan() {
+        return "nan".into();
+    }
+    if x.is_infinite() {
+        return if x > 0.0 { "inf".into() } else { "-inf".into() };
+    }
+    let abs = x.abs();
+    if abs != 0.0 && !(1e-4..1e16).contains(&abs) {
+        // Python switches to exponent notation outside [1e-4, 1e16): `1e-05`, `1e+16`.
+        let s = format!("{x:e}");
+        let (mantissa, exp) = s.split_once('e').expect("exponent form");
+        let exp: i32 = exp.parse().expect("exponent digits");
+        let sign = if exp < 0 { '-' } else { '+' };
+        return format!("{mantissa}e{sign}{:02}", exp.abs());
+    }
+    let s = format!("{x}");
+    if s.contains('.') { s } else { format!("{s}.0") }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn contiguity_follows_torch() {
+        let mut t = TensorArg::new(Dtype::Int32, &[4]);
+        assert!(t.is_contiguous());
+        t.stride = Some(vec![2]);
+        assert!(!t.is_contiguous());
+        // A single element is contiguous whatever its stride.
+        let t = TensorArg {
+            stride: Some(vec![7]),
+            ..TensorArg::new(Dtype::Int32, &[1])
+        };
+        assert!(t.is_contiguous());
+        let t = TensorArg {
+            stride: Some(vec![64, 1]),
+            ..TensorArg::new(Dtype::Float32, &[3, 32])
+        };
+        assert!(!t.is_contiguous());
+        assert_eq!(t.stride_of(-1), Some(1));
+        assert_eq!(t.stride_of(0), Some(64));
+        assert_eq!(t.stride_of(2), None);
+    }
+
+    #[test]
+    fn python_reprs() {
+        assert_eq!(PyValue::Float(3.0).to_string(), "3.0");
+        assert_eq!(PyValue::Float(1e-5).to_string(), "1e-05");
+        assert_eq!(PyValue::Float(0.125).to_string(), "0.125");
+        assert_eq!(PyValue::Tuple(vec![PyValue::Int(-1)]).to_string(), "(-1,)");
+        assert_eq!(PyValue::Str("3".into()).to_string(), "'3'");
+        assert_eq!(PyValue::Bool(true).to_string(), "True");
+    }
+
+    #[test]
+    fn python_equality_with_int() {
+        assert!(PyValue::Float(3.0).eq_int(3));
+        assert!(PyValue::Bool(true).eq_int(1));
+        assert!(!PyValue::Str("3".into()).eq_int(3));
+        assert!(!PyValue::None.eq_int(3));
+    }
+}

@@ -1,0 +1,17 @@
+//! JSON call specs: the porter-facing description of one `flash_attn_with_kvcache` call.
+//!
+//! ```json
+//! {"id": "decode", "seed": 7, "context": {"sglang_backend": null},
+//!  "args": {"q": {"tensor": {"shape": [2,1,8,128], "dtype": "bfloat16"}}, "ver": 2},
+//!  "positional": []}
+//! ```
+//! A key absent from `args` is not passed; `null` is `None`; `{"tensor": {...}}` a tensor;
+//! `{"object": "<type>"}` any other object; `{"list": [...]}` a list (plain arrays are tuples);
+//! `{"float": "inf"}` a non-finite float. A file holds one object, an array of them, or JSON lines.
+//! Every error names the JSON path of the offending value.
+
+mod parse;
+mod write;
+
+pub use parse::{SpecError, parse_call, parse_specs};
+pub use write::{call_to_json, value_to_json};

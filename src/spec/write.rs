@@ -1,0 +1,100 @@
+use crate::call::{KvCacheCall, PyValue, TensorValues};
+use serde_json::{Map, Value, json};
+
+fn float_json(x: f64) -> Value {
+    if x.is_finite() {
+        json!(x)
+    } else {
+        let s = if x.is_nan() {
+            "nan"
+        } else if x > 0.0 {
+            "inf"
+        } else {
+            "-inf"
+        };
+        json!({ "float": s })
+    }
+}
+
+/// A value in spec form (the inverse of the parser).
+pub fn value_to_json(v: &PyValue) -> Value {
+    match v {
+        PyValue::None => Value::Null,
+        PyValue::Bool(b) => json!(b),
+        PyValue::Int(i) => json!(i),
+        PyValue::Float(x) => float_json(*x),
+        PyValue::Str(s) => json!(s),
+        PyValue::Tuple(items) => Value::Array(items.iter().map(value_to_json).collect()),
+        PyValue::List(items) => {
+            json!({ "list": items.iter().map(value_to_json).collect::<Vec<_>>() })
+        }
+        PyValue::Object(name) => json!({ "object": name }),
+        PyValue::Tensor(t) => {
+            let mut obj = Map::new();
+            obj.insert("shape".into(), json!(t.shape));
+            obj.insert("dtype".into(), json!(t.dtype.torch_name()));
+            if let Some(device) = t.device {
+                obj.insert("device".into(), json!(device.name()));
+            }
+            if let Some(stride) = &t.stride {
+                obj.insert("stride".into(), json!(stride));
+            }
+            match &t.values {
+                Some(TensorValues::Int(v)) => {
+                    obj.insert("values".into(), json!(v));
+                }
+                Some(TensorValues::Float(v)) => {
+                    obj.insert(
+                        "values".into(),
+                        Value::Array(v.iter().map(|&x| float_json(x)).collect()),
+                    );
+                }
+                None => {}
+            }
+            json!({ "tensor": obj })
+        }
+    }
+}
+
+/// A call in spec form.
+pub fn call_to_json(call: &KvCacheCall) -> Value {
+    let mut obj = Map::new();
+    obj.insert("id".into(), json!(call.id));
+    obj.insert("seed".into(), json!(call.seed));
+    if call.context.sglang_backend.is_some() {
+        obj.insert(
+            "context".into(),
+            serde_json::to_value(&call.context).expect("context serialises"),
+        );
+    }
+    let args: Map<String, Value> = call
+        .keywords
+        .iter()
+        .map(|(k, v)| (k.clone(), value_to_json(v)))
+        .collect();
+    obj.insert("args".into(), Value::Object(args));
+    if !call.positional.is_empty() {
+        obj.insert(
+            "positional".into(),
+            Value::Array(call.positional.iter().map(value_to_json).collect()),
+        );
+    }
+    Value::Object(obj)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::spec::parse_call;
+
+    #[test]
+    fn round_trip() {
+        let text = r#"{"id": "r", "seed": 1, "args": {"q": {"tensor": {"shape": [1, 2], "dtype": "bfloat16",
+            "device": "cpu", "stride": [2, 1], "values": [1.5, {"float": "-inf"}]}}, "ver": 3.0,
+            "pack_gqa": {"list": [1]}, "score_mod": {"object": "function"}, "window_size": [-1, 0]},
+            "positional": [null]}"#;
+        let call = crate::spec::parse_specs(text).unwrap().remove(0);
+        let again = parse_call(&call_to_json(&call)).unwrap();
+        assert_eq!(call, again);
+    }
+}

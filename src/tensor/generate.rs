@@ -1,0 +1,290 @@
+//! Deterministic data for tensors given without values.
+//!
+//! Each tensor draws from its own ChaCha8 stream keyed by (seed, parameter name), so adding or
+//! removing one argument does not change the data of the others. Index tensors get values that
+//! describe a consistent call (lengths within capacity, a page permutation, ...), because a porter
+//! who leaves them out wants a typical call, not garbage.
+
+use super::{HostTensor, MaterialiseError, Tensors};
+use crate::call::{Dims, KvCacheCall, TensorArg};
+use crate::numeric::round_slice;
+use ndarray::{ArrayD, IxDyn};
+use rand::{Rng, SeedableRng, seq::SliceRandom};
+use rand_chacha::ChaCha8Rng;
+use std::f64::consts::PI;
+
+fn stream(seed: u64, name: &str) -> ChaCha8Rng {
+    // FNV-1a over the name, mixed with the seed: stable across releases of any crate.
+    let mut h: u64 = 0xcbf2_9ce4_8422_2325;
+    for b in name.bytes() {
+        h = (h ^ b as u64).wrapping_mul(0x0100_0000_01b3);
+    }
+    ChaCha8Rng::seed_from_u64(seed ^ h.rotate_left(17))
+}
+
+fn normal(rng: &mut ChaCha8Rng) -> f64 {
+    // Box–Muller; one draw per call keeps the stream simple to reason about.
+    let u1: f64 = rng.r#gen::<f64>().max(f64::MIN_POSITIVE);
+    let u2: f64 = rng.r#gen();
+    (-2.0 * u1.ln()).sqrt() * (2.0 * PI * u2).cos()
+}
+
+/// Splits `total` into `parts` lengths of at most `max_len` each (random, summing to `total` when
+/// possible) and returns the cumulative offsets.
+fn cu_seqlens(rng: &mut ChaCha8Rng, parts: usize, total: usize, max_len: usize) -> Vec<i64> {
+    let mut lens = vec![0usize; parts];
+    let mut left = total.min(parts.saturating_mul(max_len));
+    // Give every part a fair share first, then spread the rest randomly.
+    for len in lens.iter_mut() {
+        let share = (left / parts.max(1)).min(max_len);
+        *len = share;
+    }
+    left -= lens.iter().sum::<usize>();
+    while left > 0 {
+        let i = rng.gen_range(0..parts);
+        if lens[i] < max_len {
+            lens[i] += 1;
+            left -= 1;
+        }
+    }
+    let mut out = vec![0i64];
+    for len in lens {
+        out.push(out.last().unwrap() + len as i64);
+    }
+    out
+}
+
+fn index_values(
+    call: &KvCacheCall,
+    dims: &Dims,
+    name: &str,
+    t: &TensorArg,
+    done: &Tensors,
+) -> Vec<f64> {
+    let mut rng = stream(call.seed, name);
+    let numel = t.numel().unwrap_or(0);
+    let values: Vec<i64> = match name {
+        "cu_seqlens_q" if numel == dims.batch_size + 1 => {
+            cu_seqlens(&mut rng, dims.batch_size, dims.total_q, dims.seqlen_q)
+        }
+        "cu_seqlens_k_new" if numel == dims.batch_size + 1 => {
+            cu_seqlens(&mut rng, dims.batch_size, dims.total_new, dims.seqlen_k)
+        }
+        "cache_seqlens" => {
+            let new_lens = lengths(
+                done.get("cu_seqlens_k_new"),
+                dims.batch_size,
+                dims.seqlen_new,
+            );
+            (0..numel)
+                .map(|b| {
+                    let room = dims
+                        .seqlen_k
+                        .saturating_sub(new_lens.get(b).copied().unwrap_or(0));
+                    rng.gen_range(0..=room) as i64
+                })
+                .collect()
+        }
+        "cache_leftpad" => {
+            let seqlens = done
+                .get("cache_seqlens")
+                .map(HostTensor::ints)
+                .unwrap_or_default();
+            (0..numel)
+                .map(|b| rng.gen_range(0..=seqlens.get(b).copied().unwrap_or(0).max(0)))
+                .collect()
+        }
+        "page_table" => {
+            let mut pages: Vec<i64> = (0..dims.num_pages as i64).collect();
+            pages.shuffle(&mut rng);
+            if dims.num_pages == 0 {
+                vec![0; numel]
+            } else {
+                (0..numel).map(|i| pages[i % dims.num_pages]).collect()
+            }
+        }
+        "cache_batch_idx" => {
+            let mut rows: Vec<i64> = (0..dims.cache_batch as i64).collect();
+            rows.shuffle(&mut rng);
+            (0..numel)
+                .map(|i| rows.get(i).copied().unwrap_or(0))
+                .collect()
+        }
+        "rotary_seqlens" => done
+            .get("cache_seqlens")
+            .map(HostTensor::ints)
+            .unwrap_or_else(|| vec![0; numel]),
+        _ => vec![0; numel],
+    };
+    values.into_iter().map(|v| v as f64).collect()
+}
+
+/// Per-batch lengths from cu_seqlens offsets, or the fixed length.
+fn lengths(cu: Option<&HostTensor>, batch: usize, fixed: usize) -> Vec<usize> {
+    match cu {
+        Some(cu) => cu
+            .ints()
+            .windows(2)
+            .map(|w| (w[1] - w[0]).max(0) as usize)
+            .collect(),
+        None => vec![fixed; batch],
+    }
+}
+
+fn float_values(call: &KvCacheCall, name: &str, t: &TensorArg) -> Vec<f64> {
+    let numel = t.numel().unwrap_or(0);
+    match name {
+        // cos and sin of the same angles, so that they form real rotations.
+        "rotary_cos" | "rotary_sin" => {
+            let mut rng = stream(call.seed, "rotary_angles");
+            (0..numel)
+                .map(|_| {
+                    let angle = rng.r#gen::<f64>() * 2.0 * PI;
+                    if name == "rotary_cos" {
+                        angle.cos()
+                    } else {
+                        angle.sin()
+                    }
+                })
+                .collect()
+        }
+        "q_descale" | "k_descale" | "v_descale" => {
+            let mut rng = stream(call.seed, name);
+            (0..numel).map(|_| rng.gen_range(0.5..1.5)).collect()
+        }
+        _ => {
+            let mut rng = stream(call.seed, name);
+            (0..numel).map(|_| normal(&mut rng)).collect()
+        }
+    }
+}
+
+/// Generation order: index tensors whose values others depend on come first.
+const INDEX_ORDER: [&str; 7] = [
+    "cu_seqlens_q",
+    "cu_seqlens_k_new",
+    "cache_seqlens",
+    "cache_leftpad",
+    "page_table",
+    "cache_batch_idx",
+    "rotary_seqlens",
+];
+
+/// Materialises every tensor argument of `call`, refusing before any allocation when the total
+/// exceeds `cap_bytes`.
+pub fn materialise(call: &KvCacheCall, cap_bytes: usize) -> Result<Tensors, MaterialiseError> {
+    let tensors: Vec<(String, &TensorArg)> = call.tensors().collect();
+    let needed: u128 = tensors
+        .iter()
+        .map(|(_, t)| t.numel().map_or(u128::MAX, |n| n as u128 * 8))
+        .fold(0u128, u128::saturating_add);
+    if needed > cap_bytes as u128 {
+        return Err(MaterialiseError::OverCap {
+            needed,
+            cap: cap_bytes,
+        });
+    }
+    let dims = call.bind_canonical().ok().and_then(|b| Dims::of(&b).ok());
+    let rank = |name: &str| {
+        INDEX_ORDER
+            .iter()
+            .position(|n| *n == name)
+            .unwrap_or(INDEX_ORDER.len())
+    };
+    let mut ordered = tensors;
+    ordered.sort_by_key(|(name, _)| rank(name));
+    let mut out = Tensors::new();
+    for (name, t) in ordered {
+        let mut data = match (&t.values, &dims) {
+            (Some(values), _) => values.to_f64(),
+            (None, Some(dims)) if !t.dtype.is_floating_point() => {
+                index_values(call, dims, &name, t, &out)
+            }
+            (None, None) if !t.dtype.is_floating_point() => vec![0.0; t.numel().unwrap_or(0)],
+            (None, _) => float_values(call, &name, t),
+        };
+        round_slice(t.dtype, &mut data);
+        let array = ArrayD::from_shape_vec(IxDyn(&t.shape), data)
+            .map_err(|e| MaterialiseError::Shape(format!("{name}: {e}")))?;
+        out.insert(
+            name,
+            HostTensor {
+                dtype: t.dtype,
+                data: array,
+            },
+        );
+    }
+    Ok(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::call::{Dtype, PyValue};
+
+    fn tensor(dtype: Dtype, shape: &[usize]) -> PyValue {
+        PyValue::Tensor(TensorArg::new(dtype, shape))
+    }
+
+    fn paged_decode() -> KvCacheCall {
+        let mut call = KvCacheCall {
+            seed: 5,
+            ..KvCacheCall::default()
+        };
+        call.set("q", tensor(Dtype::Bfloat16, &[2, 1, 4, 64]))
+            .set("k_cache", tensor(Dtype::Bfloat16, &[8, 16, 2, 64]))
+            .set("v_cache", tensor(Dtype::Bfloat16, &[8, 16, 2, 64]))
+            .set("page_table", tensor(Dtype::Int32, &[2, 4]))
+            .set("cache_seqlens", tensor(Dtype::Int32, &[2]))
+            .set("cache_leftpad", tensor(Dtype::Int32, &[2]));
+        call
+    }
+
+    #[test]
+    fn generated_index_tensors_describe_a_consistent_call() {
+        let t = materialise(&paged_decode(), 1 << 30).unwrap();
+        let mut pages = t["page_table"].ints();
+        pages.sort();
+        assert_eq!(
+            pages,
+            (0..8).collect::<Vec<_>>(),
+            "a permutation of the 8 pages"
+        );
+        let seqlens = t["cache_seqlens"].ints();
+        let leftpad = t["cache_leftpad"].ints();
+        for b in 0..2 {
+            assert!((0..=64).contains(&seqlens[b]));
+            assert!((0..=seqlens[b]).contains(&leftpad[b]));
+        }
+        // bf16 data is rounded to bf16.
+        assert!(
+            t["q"]
+                .data
+                .iter()
+                .all(|&x| half::bf16::from_f64(x).to_f64() == x)
+        );
+    }
+
+    #[test]
+    fn data_is_deterministic_and_per_tensor() {
+        let a = materialise(&paged_decode(), 1 << 30).unwrap();
+        let mut call = paged_decode();
+        call.unset("cache_leftpad");
+        let b = materialise(&call, 1 << 30).unwrap();
+        assert_eq!(a["q"], b["q"]);
+        assert_eq!(a["page_table"], b["page_table"]);
+        call.seed = 6;
+        assert_ne!(materialise(&call, 1 << 30).unwrap()["q"], a["q"]);
+    }
+
+    #[test]
+    fn cap_is_checked_before_allocating() {
+        let mut call = paged_decode();
+        call.set(
+            "k_cache",
+            tensor(Dtype::Bfloat16, &[1 << 20, 1 << 20, 1 << 10, 1 << 10]),
+        );
+        let err = materialise(&call, 2 << 30).unwrap_err();
+        assert!(matches!(err, MaterialiseError::OverCap { .. }));
+    }
+}

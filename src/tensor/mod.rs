@@ -1,0 +1,55 @@
+//! Materialised tensors: the values a call's tensors hold, in f64, already rounded to their dtype.
+//!
+//! Sizes are checked against a memory cap before anything is allocated; tensors the spec gives
+//! without values get deterministic data from the call's seed (see [`generate`]).
+
+mod generate;
+
+pub use generate::materialise;
+
+use crate::call::Dtype;
+use ndarray::{ArrayD, IxDyn};
+use std::collections::BTreeMap;
+use thiserror::Error;
+
+/// Default cap on the memory one call's tensors may take once materialised (2 GiB).
+pub const DEFAULT_MEMORY_CAP: usize = 2 << 30;
+
+/// A tensor's values, logical (row-major) order; strides do not matter once materialised.
+#[derive(Clone, Debug, PartialEq)]
+pub struct HostTensor {
+    pub dtype: Dtype,
+    pub data: ArrayD<f64>,
+}
+
+impl HostTensor {
+    pub fn zeros(dtype: Dtype, shape: &[usize]) -> HostTensor {
+        HostTensor {
+            dtype,
+            data: ArrayD::zeros(IxDyn(shape)),
+        }
+    }
+
+    pub fn shape(&self) -> &[usize] {
+        self.data.shape()
+    }
+
+    /// Values as integers (for index tensors).
+    pub fn ints(&self) -> Vec<i64> {
+        self.data.iter().map(|&x| x as i64).collect()
+    }
+}
+
+/// The materialised tensor arguments of one call, by canonical parameter name.
+pub type Tensors = BTreeMap<String, HostTensor>;
+
+#[derive(Debug, Error, PartialEq)]
+pub enum MaterialiseError {
+    #[error(
+        "the call's tensors need {needed} bytes once materialised, over the cap of {cap} bytes \
+         (raise it with --memory-cap)"
+    )]
+    OverCap { needed: u128, cap: usize },
+    #[error("{0}")]
+    Shape(String),
+}
