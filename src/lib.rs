@@ -6,3 +6,4 @@ pub mod conform;
 pub mod numeric;
 pub mod spec;
 pub mod tensor;
+pub mod validate;
