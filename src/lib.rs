@@ -4,6 +4,8 @@
 pub mod call;
 pub mod cli;
 pub mod conform;
+#[cfg(feature = "internal-testing")]
+pub mod fuzzing;
 pub mod numeric;
 pub mod spec;
 pub mod tensor;
