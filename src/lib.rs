@@ -4,5 +4,6 @@
 pub mod call;
 pub mod conform;
 pub mod numeric;
+pub mod reference;
 pub mod spec;
 pub mod tensor;
