@@ -7,3 +7,4 @@ pub mod numeric;
 pub mod reference;
 pub mod spec;
 pub mod tensor;
+pub mod tolerance;
