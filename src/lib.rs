@@ -7,6 +7,8 @@ pub mod conform;
 #[cfg(feature = "internal-testing")]
 pub mod fuzzing;
 pub mod numeric;
+pub mod reference;
 pub mod spec;
 pub mod tensor;
+pub mod tolerance;
 pub mod validate;
