@@ -3,5 +3,6 @@
 
 pub mod call;
 pub mod numeric;
+pub mod scan;
 pub mod spec;
 pub mod tensor;
