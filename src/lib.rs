@@ -8,6 +8,7 @@ pub mod conform;
 pub mod fuzzing;
 pub mod numeric;
 pub mod reference;
+pub mod scan;
 pub mod spec;
 pub mod tensor;
 pub mod tolerance;
