@@ -6,6 +6,7 @@ pub mod cli;
 pub mod conform;
 #[cfg(feature = "internal-testing")]
 pub mod fuzzing;
+pub mod mate;
 pub mod numeric;
 pub mod reference;
 pub mod scan;
