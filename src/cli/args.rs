@@ -21,6 +21,8 @@ pub enum Command {
     Conform(ConformArgs),
     /// Evaluate one call spec with the f64 reference and summarise the outputs.
     Run(RunArgs),
+    /// Find flash_attn_with_kvcache call sites in Python code and report what breaks on MUSA.
+    Scan(crate::scan::cli::ScanArgs),
 }
 
 #[derive(Debug, Args)]

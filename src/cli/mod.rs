@@ -15,6 +15,12 @@ pub fn run(cli: Cli, out: &mut dyn Write) -> ExitStatus {
     let result = match cli.command {
         Command::Conform(args) => conform::run(&args, out),
         Command::Run(args) => run::run(&args, out),
+        Command::Scan(args) => crate::scan::cli::run_scan(&args, out)
+            .map(|exit| match exit {
+                crate::scan::cli::ScanExit::Clean => ExitStatus::Success,
+                crate::scan::cli::ScanExit::Findings => ExitStatus::Failure,
+            })
+            .map_err(anyhow::Error::from),
     };
     result.unwrap_or_else(|e| {
         eprintln!("error: {e:#}");
