@@ -2,6 +2,7 @@
 //! `flash_attn_with_kvcache` as it runs on Moore Threads (MUSA) GPUs.
 
 pub mod call;
+pub mod kernel;
 pub mod mate;
 pub mod numeric;
 pub mod spec;
