@@ -7,6 +7,7 @@ pub mod cli;
 pub mod conform;
 #[cfg(feature = "internal-testing")]
 pub mod fuzzing;
+pub mod kernel;
 pub mod mate;
 pub mod numeric;
 pub mod reference;
