@@ -110,13 +110,26 @@ impl<'c> Bound<'c> {
             .find(|(p, _)| *p == name)
             .and_then(|(_, d)| d.value());
         match (&arg.literal, default) {
-            (Some(value), Some(default)) if *value == default => None,
+            (Some(value), Some(default)) if python_eq(value, &default) => None,
             _ => Some(arg),
         }
     }
 
     fn text(&self, arg: &Argument) -> &'c str {
         &self.source[arg.value_span.start..arg.value_span.end]
+    }
+}
+
+/// Python's `==` on literals: numbers compare by value across bool/int/float (`False == 0`).
+fn python_eq(a: &PyValue, b: &PyValue) -> bool {
+    match (a, b) {
+        (PyValue::Tuple(x), PyValue::Tuple(y)) | (PyValue::List(x), PyValue::List(y)) => {
+            x.len() == y.len() && x.iter().zip(y).all(|(a, b)| python_eq(a, b))
+        }
+        _ => match (a.as_number(), b.as_number()) {
+            (Some(x), Some(y)) => x == y,
+            _ => a == b,
+        },
     }
 }
 
@@ -138,13 +151,7 @@ pub fn check_call(call: &CallSite, stack: Stack, source: &str) -> Vec<Finding> {
             help: "review this call by hand, or pass its arguments explicitly".into(),
         });
     } else if let Err(message) = signature::bind(target, &placeholder_call(call)) {
-        out.push(signature_mismatch(
-            call,
-            stack,
-            target_name,
-            target,
-            message,
-        ));
+        out.push(signature_mismatch(call, target_name, target, message));
         return out;
     }
     let bound = Bound::new(call, source, target);
@@ -180,7 +187,6 @@ fn has_param(signature: &Signature, name: &str) -> bool {
 /// FA3M003, pointing at the argument CPython complains about.
 fn signature_mismatch(
     call: &CallSite,
-    stack: Stack,
     target_name: &str,
     target: &'static Signature,
     message: String,
@@ -211,10 +217,6 @@ fn signature_mismatch(
                 .then_some("learnable_sink");
             let help = match renamed {
                 Some(new) => format!("{target_name} calls this parameter `{new}`: rename it"),
-                None if has_param(stack.written_for(), name) => format!(
-                    "`{name}` exists in {} but not in {target_name}: remove it",
-                    stack.name()
-                ),
                 None => format!("{target_name} has no parameter `{name}`: remove it"),
             };
             (arg.span, help)
