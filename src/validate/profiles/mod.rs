@@ -1,10 +1,17 @@
 //! The profiles, one file per stack; layers shared by two profiles live in their own file.
 
+mod musa;
+mod musa_config;
+mod musa_mate;
+mod musa_sglang;
+
+pub use musa::{MUSA, MusaProfile};
+
 use super::Profile;
 
 /// Every profile, in the order `certify` shows them.
 pub fn all() -> Vec<&'static dyn Profile> {
-    vec![]
+    vec![&MUSA]
 }
 
 /// The profile named `name`.
