@@ -24,6 +24,7 @@ pub enum Exception {
     IndexError,
     NotImplementedError,
     ZeroDivisionError,
+    OverflowError,
 }
 
 impl Exception {
@@ -37,6 +38,7 @@ impl Exception {
             Exception::IndexError => "IndexError",
             Exception::NotImplementedError => "NotImplementedError",
             Exception::ZeroDivisionError => "ZeroDivisionError",
+            Exception::OverflowError => "OverflowError",
         }
     }
 }
