@@ -43,8 +43,16 @@ pub fn binding_rejection(message: String) -> Rejection {
             "flash_attn_with_kvcache() got multiple values for argument '",
             "'",
         ),
-        ("py.binding-missing", "flash_attn_with_kvcache() missing ", ""),
-        ("py.binding-too-many", "flash_attn_with_kvcache() takes ", ""),
+        (
+            "py.binding-missing",
+            "flash_attn_with_kvcache() missing ",
+            "",
+        ),
+        (
+            "py.binding-too-many",
+            "flash_attn_with_kvcache() takes ",
+            "",
+        ),
     ];
     for (site, prefix, suffix) in FORMS {
         if let Some(rest) = message.strip_prefix(prefix) {
@@ -70,7 +78,11 @@ pub fn default_scale(s: &mut CudaState) -> Result<(), Fail> {
     }
     let d = python_shape(s.py("q"), -1)?;
     let qv = s.py("qv");
-    let dv = if qv.is_none() { 0 } else { python_shape(qv, -1)? };
+    let dv = if qv.is_none() {
+        0
+    } else {
+        python_shape(qv, -1)?
+    };
     if d + dv == 0 {
         return Err(Fail::new("py.zero-power"));
     }
@@ -169,11 +181,11 @@ fn argument_types(s: &mut CudaState) -> Result<(), Fail> {
 /// `musa` tensor is a PrivateUse1 tensor to torch, which outranks CUDA). Both operators register
 /// a CUDA kernel only (cuda-fa3.md A.5; sglang@b5493f65b sgl-kernel/csrc/flash_extension.cc).
 fn dispatch(s: &mut CudaState) -> Result<(), Fail> {
-    let devices = s
-        .op
-        .params
-        .iter()
-        .filter_map(|p| op_value(s, p.source).as_tensor().map(|t| t.device_or(Device::Cuda)));
+    let devices = s.op.params.iter().filter_map(|p| {
+        op_value(s, p.source)
+            .as_tensor()
+            .map(|t| t.device_or(Device::Cuda))
+    });
     let highest = devices.max_by_key(|d| match d {
         Device::Cpu => 0,
         Device::Cuda => 1,
@@ -227,7 +239,11 @@ pub static FA3_CUSTOM_OP: OpSchema = OpSchema {
         p("out_", T::OptionalTensor, AlwaysNone),
         p("cu_seqlens_q", T::OptionalTensor, Tn(Arg::CuSeqlensQ)),
         p("cu_seqlens_k", T::OptionalTensor, AlwaysNone),
-        p("cu_seqlens_k_new", T::OptionalTensor, Tn(Arg::CuSeqlensKNew)),
+        p(
+            "cu_seqlens_k_new",
+            T::OptionalTensor,
+            Tn(Arg::CuSeqlensKNew),
+        ),
         p("seqused_q", T::OptionalTensor, AlwaysNone),
         p("seqused_k", T::OptionalTensor, Tn(Arg::SequsedK)),
         p("max_seqlen_q", T::OptionalInt, Python("max_seqlen_q")),
@@ -248,7 +264,11 @@ pub static FA3_CUSTOM_OP: OpSchema = OpSchema {
         p("attention_chunk", T::Int, OpSource::AttentionChunk),
         p("softcap", T::Float, Python("softcap")),
         p("rotary_interleaved", T::Bool, Python("rotary_interleaved")),
-        p("scheduler_metadata", T::OptionalTensor, Tn(Arg::SchedulerMetadata)),
+        p(
+            "scheduler_metadata",
+            T::OptionalTensor,
+            Tn(Arg::SchedulerMetadata),
+        ),
         p("num_splits", T::Int, Python("num_splits")),
         p("pack_gqa", T::OptionalBool, Python("pack_gqa")),
         p("sm_margin", T::Int, Python("sm_margin")),
@@ -268,7 +288,11 @@ pub static SGL_FWD_OP: OpSchema = OpSchema {
         p("out", T::OptionalTensor, AlwaysNone),
         p("cu_seqlens_q", T::OptionalTensor, Tn(Arg::CuSeqlensQ)),
         p("cu_seqlens_k", T::OptionalTensor, AlwaysNone),
-        p("cu_seqlens_k_new", T::OptionalTensor, Tn(Arg::CuSeqlensKNew)),
+        p(
+            "cu_seqlens_k_new",
+            T::OptionalTensor,
+            Tn(Arg::CuSeqlensKNew),
+        ),
         p("seqused_q", T::OptionalTensor, AlwaysNone),
         p("seqused_k", T::OptionalTensor, Tn(Arg::SequsedK)),
         p("max_seqlen_q", T::OptionalInt, Python("max_seqlen_q")),
@@ -288,8 +312,16 @@ pub static SGL_FWD_OP: OpSchema = OpSchema {
         p("window_size_right", T::Int, OpSource::WindowRight),
         p("attention_chunk", T::Int, OpSource::AttentionChunk),
         p("softcap", T::Float, Python("softcap")),
-        p("is_rotary_interleaved", T::Bool, Python("rotary_interleaved")),
-        p("scheduler_metadata", T::OptionalTensor, Tn(Arg::SchedulerMetadata)),
+        p(
+            "is_rotary_interleaved",
+            T::Bool,
+            Python("rotary_interleaved"),
+        ),
+        p(
+            "scheduler_metadata",
+            T::OptionalTensor,
+            Tn(Arg::SchedulerMetadata),
+        ),
         p("num_splits", T::Int, Python("num_splits")),
         p("pack_gqa", T::OptionalBool, Python("pack_gqa")),
         p("sm_margin", T::Int, Python("sm_margin")),

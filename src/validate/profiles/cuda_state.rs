@@ -225,8 +225,9 @@ impl CudaState {
 
     /// The tensor for an argument that is always present once the Python layer has run.
     pub fn required(&self, arg: Arg) -> &TensorArg {
-        self.tensor(arg)
-            .expect("the Python layer and the operator schema guarantee q, k_cache, v_cache are tensors")
+        self.tensor(arg).expect(
+            "the Python layer and the operator schema guarantee q, k_cache, v_cache are tensors",
+        )
     }
 
     pub fn has(&self, arg: Arg) -> bool {
@@ -353,9 +354,8 @@ fn tensor_element(t: &TensorArg, index: usize) -> Result<PyValue, Fail> {
     element.values = t.values.as_ref().and_then(|v| {
         let per = element.numel().unwrap_or(0).max(1);
         let all = v.to_i64();
-        (all.len() >= (index + 1) * per).then(|| {
-            crate::call::TensorValues::Int(all[index * per..(index + 1) * per].to_vec())
-        })
+        (all.len() >= (index + 1) * per)
+            .then(|| crate::call::TensorValues::Int(all[index * per..(index + 1) * per].to_vec()))
     });
     Ok(PyValue::Tensor(element))
 }

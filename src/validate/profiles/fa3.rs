@@ -4,8 +4,8 @@
 //! any build against torch >= 2.9).
 
 use super::cuda_op::{
-    FA3_CUSTOM_OP, OP_CALL, SeqlensLength, profile_sites, assert_last_stride, binding_rejection, default_scale,
-    expand_int_seqlens, index_window, maybe_contiguous_all,
+    FA3_CUSTOM_OP, OP_CALL, SeqlensLength, assert_last_stride, binding_rejection, default_scale,
+    expand_int_seqlens, index_window, maybe_contiguous_all, profile_sites,
 };
 use super::cuda_state::{Arg, CudaState, Flavour};
 use super::mha_fwd::{LAUNCH, MHA_FWD, render, resolved};

@@ -201,7 +201,13 @@ pub static MHA_FWD: Layer<CudaState> = Layer {
         }),
         check!(
             "cache shapes",
-            ["fa3.B-18a", "fa3.B-18b", "fa3.B-18c", "fa3.B-18d", "fa3.B-18e"],
+            [
+                "fa3.B-18a",
+                "fa3.B-18b",
+                "fa3.B-18c",
+                "fa3.B-18d",
+                "fa3.B-18e"
+            ],
             |s| {
                 let z = s.sizes.clone();
                 if s.has(Arg::PageTable) {
@@ -238,7 +244,11 @@ pub static MHA_FWD: Layer<CudaState> = Layer {
             )
         ),
         check!("head size alignment", ["fa3.B-23", "fa3.B-24"], |s| {
-            let alignment = if q_dtype(s) == Dtype::Float8E4m3fn { 16 } else { 8 };
+            let alignment = if q_dtype(s) == Dtype::Float8E4m3fn {
+                16
+            } else {
+                8
+            };
             let fail = |site| Err(Fail::with(site, [alignment.to_string()]));
             if s.sizes.head_size % alignment != 0 {
                 return fail("fa3.B-23");
@@ -642,7 +652,11 @@ fn resolve(s: &mut CudaState) {
         s.hazard("H-CUDA-SOFTCAP-NEGATIVE", &[]);
     }
     let is_varlen = s.has(Arg::CuSeqlensQ) || s.has(Arg::SequsedK) || s.has(Arg::LeftpadK);
-    let elt = if q_dtype(s) == Dtype::Float8E4m3fn { 1 } else { 2 };
+    let elt = if q_dtype(s) == Dtype::Float8E4m3fn {
+        1
+    } else {
+        2
+    };
     let d_rounded = round_up_headdim(z.head_size);
     let dv_rounded = if z.head_size_v == z.head_size {
         d_rounded
@@ -656,7 +670,15 @@ fn resolve(s: &mut CudaState) {
     };
     let has_softcap = softcap > 0.0;
     let pagedkv_tma = paged && !s.has(Arg::LeftpadK) && !s.has(Arg::KNew) && {
-        let (bm, bn) = tile_size_fwd_sm90(d_rounded, dv_rounded, is_causal, is_local, elt, false, has_softcap);
+        let (bm, bn) = tile_size_fwd_sm90(
+            d_rounded,
+            dv_rounded,
+            is_causal,
+            is_local,
+            elt,
+            false,
+            has_softcap,
+        );
         bn > 0 && z.page_size % bn == 0 && z.seqlen_q * group > bm
     };
     let paged_non_tma = paged && !pagedkv_tma;
@@ -698,13 +720,13 @@ fn resolve(s: &mut CudaState) {
             paged_non_tma
                 || num_splits > 1
                 || (z.num_heads != z.num_heads_k
-                    && (s.has(Arg::CuSeqlensQ)
-                        || should_pack_gqa(z.seqlen_q, group, tile_m)))
+                    && (s.has(Arg::CuSeqlensQ) || should_pack_gqa(z.seqlen_q, group, tile_m)))
         }
         explicit => op_bool(explicit),
     };
     let needs_semaphore = ((is_causal || is_local) && num_splits == 1) || is_varlen;
-    let vectors = i64::from(is_varlen) * 2 + i64::from(!is_local) + i64::from(is_causal || is_local);
+    let vectors =
+        i64::from(is_varlen) * 2 + i64::from(!is_local) + i64::from(is_causal || is_local);
     let b_rounded = ceil_div(z.batch_size, 4) * 4;
     s.resolution = MhaResolution {
         is_causal,
@@ -760,9 +782,23 @@ pub fn tile_size_fwd_sm90(
         match d {
             ..=64 if dv == 512 => (64, 64),
             ..=64 if dv == 256 => (128, 96),
-            ..=64 => (192, if causal || local || paged_non_tma { 128 } else { 192 }),
+            ..=64 => (
+                192,
+                if causal || local || paged_non_tma {
+                    128
+                } else {
+                    192
+                },
+            ),
             ..=96 => (192, if local || paged_non_tma { 128 } else { 144 }),
-            ..=128 => (128, if causal || local || paged_non_tma { 128 } else { 176 }),
+            ..=128 => (
+                128,
+                if causal || local || paged_non_tma {
+                    128
+                } else {
+                    176
+                },
+            ),
             ..=192 => (
                 128,
                 if paged_non_tma || local {
@@ -789,7 +825,14 @@ pub fn tile_size_fwd_sm90(
                     224
                 },
             ),
-            ..=192 => (128, if (paged_non_tma || softcap) && local { 128 } else { 160 }),
+            ..=192 => (
+                128,
+                if (paged_non_tma || softcap) && local {
+                    128
+                } else {
+                    160
+                },
+            ),
             _ => (128, if local { 64 } else { 128 }),
         }
     }
@@ -918,7 +961,10 @@ mod tests {
     fn split_heuristic_matches_the_spec_example() {
         // cuda-fa3.md D.8 worked example: total_m = 2, 132 SMs, n_blocks = 8, m_blocks = 1,
         // causal: eff[s] = s/66, first s with s/66 >= 0.85 * 8/66 is 7.
-        assert_eq!(num_splits_heuristic(2, 132, 8, 1, 1024 * 256 * 2, true, 128), 7);
+        assert_eq!(
+            num_splits_heuristic(2, 132, 8, 1, 1024 * 256 * 2, true, 128),
+            7
+        );
         // Enough m-blocks to fill the SMs: one split.
         assert_eq!(num_splits_heuristic(106, 132, 8, 1, 0, false, 128), 1);
         // Few key blocks: one split.
@@ -927,11 +973,26 @@ mod tests {
 
     #[test]
     fn tiles_follow_tile_size_h() {
-        assert_eq!(tile_size_fwd_sm90(128, 128, true, false, 2, false, false), (128, 128));
-        assert_eq!(tile_size_fwd_sm90(128, 128, false, false, 2, false, false), (128, 176));
-        assert_eq!(tile_size_fwd_sm90(64, 512, false, false, 2, false, false), (64, 64));
-        assert_eq!(tile_size_fwd_sm90(256, 256, false, true, 2, false, false), (128, 64));
-        assert_eq!(tile_size_fwd_sm90(128, 128, false, false, 1, false, false), (128, 224));
+        assert_eq!(
+            tile_size_fwd_sm90(128, 128, true, false, 2, false, false),
+            (128, 128)
+        );
+        assert_eq!(
+            tile_size_fwd_sm90(128, 128, false, false, 2, false, false),
+            (128, 176)
+        );
+        assert_eq!(
+            tile_size_fwd_sm90(64, 512, false, false, 2, false, false),
+            (64, 64)
+        );
+        assert_eq!(
+            tile_size_fwd_sm90(256, 256, false, true, 2, false, false),
+            (128, 64)
+        );
+        assert_eq!(
+            tile_size_fwd_sm90(128, 128, false, false, 1, false, false),
+            (128, 224)
+        );
         assert_eq!(round_up_headdim(80), 96);
         assert_eq!(round_up_headdimv(300), 512);
     }

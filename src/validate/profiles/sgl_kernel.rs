@@ -11,9 +11,7 @@ use super::cuda_op::{
     OP_CALL, SGL_FWD_OP, SeqlensLength, assert_last_stride, binding_rejection, default_scale,
     expand_int_seqlens, index_window, maybe_contiguous_all, profile_sites,
 };
-use super::cuda_state::{
-    Arg, CudaState, Flavour, python_shape, python_stride_last, python_tensor,
-};
+use super::cuda_state::{Arg, CudaState, Flavour, python_shape, python_stride_last, python_tensor};
 use super::mha_fwd::{LAUNCH, MHA_FWD, SINKS, op_int, render, resolved};
 use crate::call::{Device, Dtype, KvCacheCall, PyValue, TensorArg, signature};
 use crate::validate::engine::{Check, Fail, HazardLog, Layer, run_layers};
@@ -264,13 +262,16 @@ static FA4_INTERFACE: Layer<CudaState> = Layer {
                 let (lead, sites) = if s.py("page_table").is_none() {
                     ([z.batch, z.seqlen_k], ["sgl.FA4I-4", "sgl.FA4I-5"])
                 } else {
-                    (
-                        [k.shape[0], z.page_size],
-                        ["sgl.FA4I-6", "sgl.FA4I-7"],
-                    )
+                    ([k.shape[0], z.page_size], ["sgl.FA4I-6", "sgl.FA4I-7"])
                 };
-                ensure(k.shape == [lead[0], lead[1], z.heads_kv, z.head_dim], sites[0])?;
-                ensure(v.shape == [lead[0], lead[1], z.heads_kv, z.head_dim_v], sites[1])
+                ensure(
+                    k.shape == [lead[0], lead[1], z.heads_kv, z.head_dim],
+                    sites[0],
+                )?;
+                ensure(
+                    v.shape == [lead[0], lead[1], z.heads_kv, z.head_dim_v],
+                    sites[1],
+                )
             },
         },
         Check {
@@ -580,7 +581,10 @@ mod tests {
     fn int_conversion_follows_python() {
         assert_eq!(python_int(&PyValue::None), Ok(PyValue::Int(0)));
         assert_eq!(python_int(&PyValue::Float(-2.7)), Ok(PyValue::Int(-2)));
-        assert_eq!(python_int(&PyValue::Str(" 1_0 ".into())), Ok(PyValue::Int(10)));
+        assert_eq!(
+            python_int(&PyValue::Str(" 1_0 ".into())),
+            Ok(PyValue::Int(10))
+        );
         assert_eq!(
             python_int(&PyValue::Str("x".into())),
             Err(Fail::with("py.int-literal", ["'x'".to_string()]))

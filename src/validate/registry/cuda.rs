@@ -74,222 +74,537 @@ pub fn hazards() -> impl Iterator<Item = &'static HazardDef> {
 const BINDING: &str = "CPython 3.11 Python/ceval.c initialize_locals";
 
 static GENERIC_SITES: &[Site] = &[
-    site!("py.binding-unexpected-keyword", "argument binding", TypeError,
-        "flash_attn_with_kvcache() got an unexpected keyword argument '{}'", BINDING,
+    site!(
+        "py.binding-unexpected-keyword",
+        "argument binding",
+        TypeError,
+        "flash_attn_with_kvcache() got an unexpected keyword argument '{}'",
+        BINDING,
         "A keyword the stack's signature does not have.",
-        "Upstream FA3 has no ver, sinks, score_mod or aux_tensors (SGLang wrapper parameters): drop them when calling flash_attn_interface directly; sinks need sgl-kernel or mate."),
-    site!("py.binding-multiple-values", "argument binding", TypeError,
-        "flash_attn_with_kvcache() got multiple values for argument '{}'", BINDING,
+        "Upstream FA3 has no ver, sinks, score_mod or aux_tensors (SGLang wrapper parameters): drop them when calling flash_attn_interface directly; sinks need sgl-kernel or mate."
+    ),
+    site!(
+        "py.binding-multiple-values",
+        "argument binding",
+        TypeError,
+        "flash_attn_with_kvcache() got multiple values for argument '{}'",
+        BINDING,
         "A parameter given both positionally and by keyword.",
-        "Positional arguments shifted into a slot that is also passed by keyword. Pass everything after v_cache by keyword."),
-    site!("py.binding-missing", "argument binding", TypeError,
-        "flash_attn_with_kvcache() missing {}", BINDING,
+        "Positional arguments shifted into a slot that is also passed by keyword. Pass everything after v_cache by keyword."
+    ),
+    site!(
+        "py.binding-missing",
+        "argument binding",
+        TypeError,
+        "flash_attn_with_kvcache() missing {}",
+        BINDING,
         "q, k_cache or v_cache not passed.",
-        "Pass q, k_cache and v_cache (positionally or by keyword)."),
-    site!("py.binding-too-many", "argument binding", TypeError,
-        "flash_attn_with_kvcache() takes {}", BINDING,
+        "Pass q, k_cache and v_cache (positionally or by keyword)."
+    ),
+    site!(
+        "py.binding-too-many",
+        "argument binding",
+        TypeError,
+        "flash_attn_with_kvcache() takes {}",
+        BINDING,
         "More positional arguments than the signature has (30 upstream, 34 in sgl-kernel 0.3.21).",
-        "A positional call written for a longer signature. Pass optional arguments by keyword."),
-    site!("py.no-attribute", "Python wrapper", AttributeError,
-        "'{}' object has no attribute '{}'", "CPython 3.11 Objects/object.c PyObject_GetAttr",
+        "A positional call written for a longer signature. Pass optional arguments by keyword."
+    ),
+    site!(
+        "py.no-attribute",
+        "Python wrapper",
+        AttributeError,
+        "'{}' object has no attribute '{}'",
+        "CPython 3.11 Objects/object.c PyObject_GetAttr",
         "A non-tensor where the wrapper reads .stride(-1) or .shape.",
-        "None or a list passed for a tensor argument (k_cache, v_cache, q, qv, or any tensor sgl-kernel passes through maybe_contiguous; an int cache_seqlens on the FA4 path). Pass a tensor."),
-    site!("py.tuple-index", "Python wrapper", IndexError,
-        "tuple index out of range", "CPython 3.11 Objects/tupleobject.c tupleitem",
+        "None or a list passed for a tensor argument (k_cache, v_cache, q, qv, or any tensor sgl-kernel passes through maybe_contiguous; an int cache_seqlens on the FA4 path). Pass a tensor."
+    ),
+    site!(
+        "py.tuple-index",
+        "Python wrapper",
+        IndexError,
+        "tuple index out of range",
+        "CPython 3.11 Objects/tupleobject.c tupleitem",
         "Indexing a tuple out of range: q.shape[-1] of a 0-d tensor, or window_size with fewer than two entries.",
-        "Pass window_size as a pair (left, right), and q with at least one dimension."),
-    site!("py.list-index", "Python wrapper", IndexError,
-        "list index out of range", "CPython 3.11 Objects/listobject.c list_item",
+        "Pass window_size as a pair (left, right), and q with at least one dimension."
+    ),
+    site!(
+        "py.list-index",
+        "Python wrapper",
+        IndexError,
+        "list index out of range",
+        "CPython 3.11 Objects/listobject.c list_item",
         "window_size given as a list with fewer than two entries.",
-        "Pass window_size as (left, right)."),
-    site!("py.str-index", "Python wrapper", IndexError,
-        "string index out of range", "CPython 3.11 Objects/unicodeobject.c unicode_getitem",
+        "Pass window_size as (left, right)."
+    ),
+    site!(
+        "py.str-index",
+        "Python wrapper",
+        IndexError,
+        "string index out of range",
+        "CPython 3.11 Objects/unicodeobject.c unicode_getitem",
         "window_size given as a string shorter than two characters.",
-        "Pass window_size as a pair of ints."),
-    site!("py.not-subscriptable", "Python wrapper", TypeError,
-        "'{}' object is not subscriptable", "CPython 3.11 Objects/abstract.c PyObject_GetItem",
+        "Pass window_size as a pair of ints."
+    ),
+    site!(
+        "py.not-subscriptable",
+        "Python wrapper",
+        TypeError,
+        "'{}' object is not subscriptable",
+        "CPython 3.11 Objects/abstract.c PyObject_GetItem",
         "window_size is not a sequence (None, an int).",
-        "Pass window_size=(-1, -1) for no window; None is not accepted."),
-    site!("py.zero-power", "Python wrapper", ZeroDivisionError,
-        "0.0 cannot be raised to a negative power", "CPython 3.11 Objects/floatobject.c float_pow",
+        "Pass window_size=(-1, -1) for no window; None is not accepted."
+    ),
+    site!(
+        "py.zero-power",
+        "Python wrapper",
+        ZeroDivisionError,
+        "0.0 cannot be raised to a negative power",
+        "CPython 3.11 Objects/floatobject.c float_pow",
         "softmax_scale is None and q.shape[-1] (+ qv.shape[-1]) is 0, so the default scale 0 ** -0.5 fails.",
-        "An empty head dimension. Fix the shapes or pass softmax_scale."),
-    site!("py.unpack", "FA4 interface", ValueError,
-        "not enough values to unpack (expected {}, got {})", "CPython 3.11 Python/ceval.c unpack_iterable",
+        "An empty head dimension. Fix the shapes or pass softmax_scale."
+    ),
+    site!(
+        "py.unpack",
+        "FA4 interface",
+        ValueError,
+        "not enough values to unpack (expected {}, got {})",
+        "CPython 3.11 Python/ceval.c unpack_iterable",
         "The FA4 interface unpacks q.shape[-2:] and needs q of rank >= 2.",
-        "Pass q as (batch, seqlen, heads, dim) or (total_q, heads, dim)."),
-    site!("py.modulo-zero", "FA4 interface", ZeroDivisionError,
-        "integer division or modulo by zero", "CPython 3.11 Objects/longobject.c l_mod",
+        "Pass q as (batch, seqlen, heads, dim) or (total_q, heads, dim)."
+    ),
+    site!(
+        "py.modulo-zero",
+        "FA4 interface",
+        ZeroDivisionError,
+        "integer division or modulo by zero",
+        "CPython 3.11 Objects/longobject.c l_mod",
         "The FA4 interface computes num_head % num_head_kv with zero KV heads.",
-        "k_cache has zero heads; fix its shape."),
-    site!("py.int-literal", "sgl-kernel wrapper", ValueError,
-        "invalid literal for int() with base 10: {}", "CPython 3.11 Objects/longobject.c PyLong_FromString",
+        "k_cache has zero heads; fix its shape."
+    ),
+    site!(
+        "py.int-literal",
+        "sgl-kernel wrapper",
+        ValueError,
+        "invalid literal for int() with base 10: {}",
+        "CPython 3.11 Objects/longobject.c PyLong_FromString",
         "attention_chunk is a string that int() cannot parse.",
-        "Pass attention_chunk as an int (0 = off)."),
-    site!("py.int-nan", "sgl-kernel wrapper", ValueError,
-        "cannot convert float NaN to integer", "CPython 3.11 Objects/floatobject.c float___trunc___impl",
+        "Pass attention_chunk as an int (0 = off)."
+    ),
+    site!(
+        "py.int-nan",
+        "sgl-kernel wrapper",
+        ValueError,
+        "cannot convert float NaN to integer",
+        "CPython 3.11 Objects/floatobject.c float___trunc___impl",
         "attention_chunk is float('nan').",
-        "Pass attention_chunk as an int (0 = off)."),
-    site!("py.int-inf", "sgl-kernel wrapper", OverflowError,
-        "cannot convert float infinity to integer", "CPython 3.11 Objects/floatobject.c float___trunc___impl",
+        "Pass attention_chunk as an int (0 = off)."
+    ),
+    site!(
+        "py.int-inf",
+        "sgl-kernel wrapper",
+        OverflowError,
+        "cannot convert float infinity to integer",
+        "CPython 3.11 Objects/floatobject.c float___trunc___impl",
         "attention_chunk is an infinite float.",
-        "Pass attention_chunk as an int (0 = off)."),
-    site!("py.int-type", "sgl-kernel wrapper", TypeError,
-        "int() argument must be a string, a bytes-like object or a real number, not '{}'", "CPython 3.11 Objects/longobject.c PyNumber_Long",
+        "Pass attention_chunk as an int (0 = off)."
+    ),
+    site!(
+        "py.int-type",
+        "sgl-kernel wrapper",
+        TypeError,
+        "int() argument must be a string, a bytes-like object or a real number, not '{}'",
+        "CPython 3.11 Objects/longobject.c PyNumber_Long",
         "attention_chunk is neither None, a number, a string nor a tensor.",
-        "Pass attention_chunk as an int (0 = off)."),
-    site!("aten.tensor-to-scalar", "sgl-kernel wrapper", RuntimeError,
-        "a Tensor with {} elements cannot be converted to Scalar", "pytorch/pytorch aten/src/ATen/native/TensorConversions.cpp _local_scalar_dense / Tensor.item",
+        "Pass attention_chunk as an int (0 = off)."
+    ),
+    site!(
+        "aten.tensor-to-scalar",
+        "sgl-kernel wrapper",
+        RuntimeError,
+        "a Tensor with {} elements cannot be converted to Scalar",
+        "pytorch/pytorch aten/src/ATen/native/TensorConversions.cpp _local_scalar_dense / Tensor.item",
         "int(attention_chunk) on a tensor with more than one element.",
-        "Pass attention_chunk as an int."),
-    site!("aten.tensor-index", "Python wrapper", IndexError,
-        "index {} is out of bounds for dimension {} with size {}", "pytorch/pytorch aten/src/ATen/native/TensorShape.cpp select",
+        "Pass attention_chunk as an int."
+    ),
+    site!(
+        "aten.tensor-index",
+        "Python wrapper",
+        IndexError,
+        "index {} is out of bounds for dimension {} with size {}",
+        "pytorch/pytorch aten/src/ATen/native/TensorShape.cpp select",
         "window_size given as a tensor with fewer than two elements.",
-        "Pass window_size as (left, right)."),
-    site!("aten.dim-no-dims", "ATen", IndexError,
-        "Dimension specified as {} but tensor has no dimensions", "pytorch/pytorch c10/core/WrapDimMinimal.cpp maybe_wrap_dim_slow",
+        "Pass window_size as (left, right)."
+    ),
+    site!(
+        "aten.dim-no-dims",
+        "ATen",
+        IndexError,
+        "Dimension specified as {} but tensor has no dimensions",
+        "pytorch/pytorch c10/core/WrapDimMinimal.cpp maybe_wrap_dim_slow",
         "stride(-1) of a 0-d tensor (a Python scalar made a tensor).",
-        "Pass tensors with the documented rank."),
-    site!("aten.dim-range", "ATen", IndexError,
-        "Dimension out of range (expected to be in range of [{}, {}], but got {})", "pytorch/pytorch c10/core/WrapDimMinimal.cpp maybe_wrap_dim_slow",
+        "Pass tensors with the documented rank."
+    ),
+    site!(
+        "aten.dim-range",
+        "ATen",
+        IndexError,
+        "Dimension out of range (expected to be in range of [{}, {}], but got {})",
+        "pytorch/pytorch c10/core/WrapDimMinimal.cpp maybe_wrap_dim_slow",
         "mha_fwd reads a size of a tensor with too few dimensions (q.size(-2) of a 1-D q, page_table.size(1) of a 1-D table, rotary_cos.size(1), k_new.size(1)) before its shape checks run.",
-        "Pass tensors with the documented rank: q 4-D (3-D with cu_seqlens_q), caches 4-D, page_table 2-D."),
-    site!("aten.scalar-type", "mha_fwd", RuntimeError,
-        "expected scalar type {} but found {}", "Dao-AILab/flash-attention@0251105a hopper/flash_api.cpp:L1120, L1130, L1140 (data_ptr<float>(), ATen DEFINE_CAST); legacy build only",
+        "Pass tensors with the documented rank: q 4-D (3-D with cu_seqlens_q), caches 4-D, page_table 2-D."
+    ),
+    site!(
+        "aten.scalar-type",
+        "mha_fwd",
+        RuntimeError,
+        "expected scalar type {} but found {}",
+        "Dao-AILab/flash-attention@0251105a hopper/flash_api.cpp:L1120, L1130, L1140 (data_ptr<float>(), ATen DEFINE_CAST); legacy build only",
         "fp8 q and a q/k/v descale that is not float32: the legacy build's data_ptr<float>() checks the dtype; the stable build reads the bytes as float without a check.",
-        "Pass descales as float32 (batch, heads_k) tensors."),
-    site!("aten.full-overflow", "Python wrapper", RuntimeError,
-        "value cannot be converted to type int without overflow", "pytorch/pytorch c10/util/TypeCast.h checked_convert (Scalar::toInt in fill_)",
+        "Pass descales as float32 (batch, heads_k) tensors."
+    ),
+    site!(
+        "aten.full-overflow",
+        "Python wrapper",
+        RuntimeError,
+        "value cannot be converted to type int without overflow",
+        "pytorch/pytorch c10/util/TypeCast.h checked_convert (Scalar::toInt in fill_)",
         "An int cache_seqlens outside the int32 range, expanded with torch.full(..., dtype=torch.int32).",
-        "Sequence lengths must fit in int32."),
-    site!("torch.op-arg-type", "operator call", RuntimeError,
+        "Sequence lengths must fit in int32."
+    ),
+    site!(
+        "torch.op-arg-type",
+        "operator call",
+        RuntimeError,
         "{}() Expected a value of type '{}' for argument '{}' but instead found type '{}'.",
         "pytorch/pytorch torch/csrc/jit/python/pybind_utils.h (argument parsing of torch.ops / custom_op calls)",
         "An argument of the wrong Python type reaches the operator (e.g. a float window_size entry, a list for a tensor argument on upstream FA3). The message is the first line only: torch appends Position, Value, Declaration and Cast error details lines whose text depends on the torch version (not modelled).",
-        "Pass ints for window_size entries, num_splits and sm_margin, tensors (or None) for tensor arguments."),
-    site!("torch.no-kernel", "operator call", NotImplementedError,
+        "Pass ints for window_size entries, num_splits and sm_margin, tensors (or None) for tensor arguments."
+    ),
+    site!(
+        "torch.no-kernel",
+        "operator call",
+        NotImplementedError,
         "Could not run '{}' with arguments from the '{}' backend. This could be because the operator doesn't exist for this backend, or was omitted during the selective/custom build process (if using custom build). If you are a Facebook employee using PyTorch on mobile, please visit https://fburl.com/ptmfixes for possible resolutions.",
         "pytorch/pytorch aten/src/ATen/core/dispatch/OperatorEntry.cpp reportError",
         "No tensor argument is on CUDA, so the dispatcher finds no kernel (the operators are registered for CUDA only). The message is the modelled prefix: torch continues with \"'<op>' is only available for these backends: [...]\" and one line per registration, which depend on the torch version and the loaded extensions.",
-        "All tensors were left on the CPU (or another device). Move them to the GPU."),
+        "All tensors were left on the CPU (or another device). Move them to the GPU."
+    ),
 ];
 
 static PYTHON_SITES: &[Site] = &[
-    site!("fa3.A-1", "FA3 Python wrapper", AssertionError,
-        "k_cache must have contiguous last dimension", "Dao-AILab/flash-attention@0251105a hopper/flash_attn_interface.py:L1059",
+    site!(
+        "fa3.A-1",
+        "FA3 Python wrapper",
+        AssertionError,
+        "k_cache must have contiguous last dimension",
+        "Dao-AILab/flash-attention@0251105a hopper/flash_attn_interface.py:L1059",
         "k_cache.stride(-1) != 1.",
-        "A transposed or sliced cache view (e.g. a (b, h, s, d) buffer transposed). Allocate the cache as (b, s, h, d) or pass .contiguous() (but append-KV then writes into the copy)."),
-    site!("fa3.A-2", "FA3 Python wrapper", AssertionError,
-        "v_cache must have contiguous last dimension", "Dao-AILab/flash-attention@0251105a hopper/flash_attn_interface.py:L1060",
+        "A transposed or sliced cache view (e.g. a (b, h, s, d) buffer transposed). Allocate the cache as (b, s, h, d) or pass .contiguous() (but append-KV then writes into the copy)."
+    ),
+    site!(
+        "fa3.A-2",
+        "FA3 Python wrapper",
+        AssertionError,
+        "v_cache must have contiguous last dimension",
+        "Dao-AILab/flash-attention@0251105a hopper/flash_attn_interface.py:L1060",
         "v_cache.stride(-1) != 1.",
-        "As for k_cache: allocate the value cache with a contiguous last dimension."),
-    site!("sgl.B3-1", "sgl-kernel FA3 wrapper", AssertionError,
-        "k_cache must have contiguous last dimension", "sgl-project/sglang@b5493f65b sgl-kernel/python/sgl_kernel/flash_attn.py:L203",
+        "As for k_cache: allocate the value cache with a contiguous last dimension."
+    ),
+    site!(
+        "sgl.B3-1",
+        "sgl-kernel FA3 wrapper",
+        AssertionError,
+        "k_cache must have contiguous last dimension",
+        "sgl-project/sglang@b5493f65b sgl-kernel/python/sgl_kernel/flash_attn.py:L203",
         "ver != 4 and k_cache.stride(-1) != 1.",
-        "Allocate the cache with a contiguous last dimension."),
-    site!("sgl.B3-2", "sgl-kernel FA3 wrapper", AssertionError,
-        "v_cache must have contiguous last dimension", "sgl-project/sglang@b5493f65b sgl-kernel/python/sgl_kernel/flash_attn.py:L204",
+        "Allocate the cache with a contiguous last dimension."
+    ),
+    site!(
+        "sgl.B3-2",
+        "sgl-kernel FA3 wrapper",
+        AssertionError,
+        "v_cache must have contiguous last dimension",
+        "sgl-project/sglang@b5493f65b sgl-kernel/python/sgl_kernel/flash_attn.py:L204",
         "ver != 4 and v_cache.stride(-1) != 1.",
-        "Allocate the value cache with a contiguous last dimension."),
+        "Allocate the value cache with a contiguous last dimension."
+    ),
 ];
 
 macro_rules! fa4 {
     ($id:literal, $line:literal, $template:literal, $condition:literal, $explain:literal) => {
-        site!($id, "sgl-kernel FA4 path", AssertionError, $template,
-            concat!("sgl-project/sglang@b5493f65b sgl-kernel/python/sgl_kernel/flash_attn.py:L", $line),
-            $condition, $explain)
+        site!(
+            $id,
+            "sgl-kernel FA4 path",
+            AssertionError,
+            $template,
+            concat!(
+                "sgl-project/sglang@b5493f65b sgl-kernel/python/sgl_kernel/flash_attn.py:L",
+                $line
+            ),
+            $condition,
+            $explain
+        )
     };
 }
 
 macro_rules! fa4i {
     ($id:literal, $line:literal, $template:literal, $condition:literal, $explain:literal) => {
-        site!($id, "FA4 interface", AssertionError, $template,
-            concat!("sgl-project/sglang@b5493f65b sgl-kernel/python/sgl_kernel/_fa4_interface.py:L", $line),
-            $condition, $explain)
+        site!(
+            $id,
+            "FA4 interface",
+            AssertionError,
+            $template,
+            concat!(
+                "sgl-project/sglang@b5493f65b sgl-kernel/python/sgl_kernel/_fa4_interface.py:L",
+                $line
+            ),
+            $condition,
+            $explain
+        )
     };
 }
 
 static FA4_SITES: &[Site] = &[
-    fa4!("sgl.FA4-2", 168, "FA4 does not support updating KV cache in-place.",
+    fa4!(
+        "sgl.FA4-2",
+        168,
+        "FA4 does not support updating KV cache in-place.",
         "ver == 4 with k or v given.",
-        "ver=4 selects FA4, which cannot append to the cache. Write the cache first, or use ver=3 (FA3)."),
-    fa4!("sgl.FA4-3", 171, "FA4 does not support rotary embedding.",
+        "ver=4 selects FA4, which cannot append to the cache. Write the cache first, or use ver=3 (FA3)."
+    ),
+    fa4!(
+        "sgl.FA4-3",
+        171,
+        "FA4 does not support rotary embedding.",
         "ver == 4 with rotary_cos, rotary_sin or rotary_seqlens given.",
-        "Rotate q/k before the call, or use ver=3."),
-    fa4!("sgl.FA4-4", 174, "FA4 does not support non-consecutive batch indices or left padding.",
+        "Rotate q/k before the call, or use ver=3."
+    ),
+    fa4!(
+        "sgl.FA4-4",
+        174,
+        "FA4 does not support non-consecutive batch indices or left padding.",
         "ver == 4 with cache_batch_idx or cache_leftpad given.",
-        "Use ver=3 for cache_batch_idx / cache_leftpad."),
-    fa4!("sgl.FA4-5", 177, "FA4 does not support descale.",
+        "Use ver=3 for cache_batch_idx / cache_leftpad."
+    ),
+    fa4!(
+        "sgl.FA4-5",
+        177,
+        "FA4 does not support descale.",
         "ver == 4 with q_descale, k_descale or v_descale given.",
-        "FA4 has no fp8 path here; use ver=3 or drop the descales."),
-    fa4i!("sgl.FA4I-1", 142, "page_table must be int32",
-        "ver == 4, paged, page_table not int32.", "Convert the page table with .to(torch.int32)."),
-    fa4i!("sgl.FA4I-2", 143, "page_table must be contiguous in the last dimension",
-        "ver == 4, page_table.stride(-1) != 1 (the FA4 path does not fix it).", "Pass page_table.contiguous()."),
-    fa4i!("sgl.FA4I-3", 147, "",
-        "ver == 4, page_table.shape != (batch_size, page_table.shape[1]) (bare assert).", "The page table needs one row per batch entry and rank 2."),
-    fa4i!("sgl.FA4I-4", 157, "",
-        "ver == 4, not paged, k_cache.shape != (batch_size, seqlen_k, heads_k, head_dim) with batch_size from q (bare assert).", "FA4 needs one cache row per batch entry and the query's head dim."),
-    fa4i!("sgl.FA4I-5", 158, "",
-        "ver == 4, not paged, v_cache.shape != (batch_size, seqlen_k, heads_k, head_dim_v) (bare assert).", "Allocate v_cache like k_cache."),
-    fa4i!("sgl.FA4I-6", 160, "",
-        "ver == 4, paged, k_cache.shape != (num_pages, page_size, heads_k, head_dim) (bare assert).", "The paged cache must have q's head dim."),
-    fa4i!("sgl.FA4I-7", 161, "",
-        "ver == 4, paged, v_cache.shape != (num_pages, page_size, heads_k, head_dim_v) (bare assert).", "Allocate v_cache like k_cache."),
-    fa4i!("sgl.FA4I-8", 170, "cu_seqlens_q must have shape (batch_size + 1,)",
-        "ver == 4, cu_seqlens_q is not 1-D (its length defines batch_size).", "Pass 1-D offsets."),
-    fa4i!("sgl.FA4I-9", 176, "seqused_k must have shape (batch_size,)",
-        "ver == 4, cache_seqlens is not (batch_size,).", "Pass one length per batch entry."),
-    fa4i!("sgl.FA4I-10", 179, "inputs must be float16 or bfloat16",
-        "ver == 4 with q neither float16 nor bfloat16 (no fp8 on FA4).", "Use bf16/fp16, or ver=3 for fp8."),
-    fa4i!("sgl.FA4I-11", 183, "inputs must have the same dtype",
-        "ver == 4 and q, k_cache, v_cache dtypes differ.", "Cast the caches to q's dtype."),
-    fa4i!("sgl.FA4I-12", 186, "cu_seqlens_q, cu_seqlens_k, seqused_q, seqused_k must be int32",
-        "ver == 4, cu_seqlens_q or cache_seqlens not int32.", "Convert with .to(torch.int32)."),
-    fa4i!("sgl.FA4I-13", 189, "cu_seqlens_q, cu_seqlens_k, seqused_q, seqused_k must be contiguous",
-        "ver == 4, cu_seqlens_q or cache_seqlens has stride(0) != 1.", "Pass .contiguous()."),
-    fa4i!("sgl.FA4I-14", 193, "",
-        "ver == 4, sinks (learnable_sink) not of shape (num_heads,) (bare assert).", "One sink per query head."),
-    fa4i!("sgl.FA4I-15", 194, "learnable_sink must be bfloat16",
-        "ver == 4, sinks not bfloat16.", "Pass sinks as bfloat16."),
-    fa4i!("sgl.FA4I-16", 196, "inputs must be on CUDA device",
-        "ver == 4 and one of q, k_cache, v_cache, cu_seqlens_q, cache_seqlens, page_table, sinks is not on CUDA.", "Move every tensor to the GPU."),
-    fa4i!("sgl.FA4I-17", 210, "num_head must be divisible by num_head_kv",
-        "ver == 4, q heads % k_cache heads != 0.", "Check the GQA ratio."),
-    fa4i!("sgl.FA4I-18", 211, "head_dim must be less than or equal to 256",
-        "ver == 4, q.shape[-1] > 256.", "FA4 supports head dims up to 256."),
-    fa4i!("sgl.FA4I-19", 213, "head_dim must be divisible by {}",
-        "ver == 4, q.shape[-1] not a multiple of 16 / element size (8 for fp16/bf16).", "Pad the head dim."),
-    fa4i!("sgl.FA4I-20", 214, "head_dim_v must be divisible by {}",
-        "ver == 4, v_cache.shape[-1] not a multiple of 8.", "Pad the value head dim."),
-    fa4i!("sgl.FA4I-21", 359, "softcap and score_mod cannot be used together",
-        "ver == 4 with a non-zero softcap and a score_mod.", "Fold the softcap into score_mod."),
-    fa4i!("sgl.FA4I-22", 475, "paged KV not supported on SM 9.0",
-        "ver == 4 with a page_table on Hopper (asserted when compiling the kernel, so on every call).", "FA4 on sm90 has no paged KV: use ver=3."),
-    fa4i!("sgl.FA4I-23", 476, "SplitKV not supported on SM 9.0",
-        "ver == 4 with num_splits > 1 on Hopper.", "Pass num_splits=1 (or 0) with ver=4 on sm90, or use ver=3."),
+        "FA4 has no fp8 path here; use ver=3 or drop the descales."
+    ),
+    fa4i!(
+        "sgl.FA4I-1",
+        142,
+        "page_table must be int32",
+        "ver == 4, paged, page_table not int32.",
+        "Convert the page table with .to(torch.int32)."
+    ),
+    fa4i!(
+        "sgl.FA4I-2",
+        143,
+        "page_table must be contiguous in the last dimension",
+        "ver == 4, page_table.stride(-1) != 1 (the FA4 path does not fix it).",
+        "Pass page_table.contiguous()."
+    ),
+    fa4i!(
+        "sgl.FA4I-3",
+        147,
+        "",
+        "ver == 4, page_table.shape != (batch_size, page_table.shape[1]) (bare assert).",
+        "The page table needs one row per batch entry and rank 2."
+    ),
+    fa4i!(
+        "sgl.FA4I-4",
+        157,
+        "",
+        "ver == 4, not paged, k_cache.shape != (batch_size, seqlen_k, heads_k, head_dim) with batch_size from q (bare assert).",
+        "FA4 needs one cache row per batch entry and the query's head dim."
+    ),
+    fa4i!(
+        "sgl.FA4I-5",
+        158,
+        "",
+        "ver == 4, not paged, v_cache.shape != (batch_size, seqlen_k, heads_k, head_dim_v) (bare assert).",
+        "Allocate v_cache like k_cache."
+    ),
+    fa4i!(
+        "sgl.FA4I-6",
+        160,
+        "",
+        "ver == 4, paged, k_cache.shape != (num_pages, page_size, heads_k, head_dim) (bare assert).",
+        "The paged cache must have q's head dim."
+    ),
+    fa4i!(
+        "sgl.FA4I-7",
+        161,
+        "",
+        "ver == 4, paged, v_cache.shape != (num_pages, page_size, heads_k, head_dim_v) (bare assert).",
+        "Allocate v_cache like k_cache."
+    ),
+    fa4i!(
+        "sgl.FA4I-8",
+        170,
+        "cu_seqlens_q must have shape (batch_size + 1,)",
+        "ver == 4, cu_seqlens_q is not 1-D (its length defines batch_size).",
+        "Pass 1-D offsets."
+    ),
+    fa4i!(
+        "sgl.FA4I-9",
+        176,
+        "seqused_k must have shape (batch_size,)",
+        "ver == 4, cache_seqlens is not (batch_size,).",
+        "Pass one length per batch entry."
+    ),
+    fa4i!(
+        "sgl.FA4I-10",
+        179,
+        "inputs must be float16 or bfloat16",
+        "ver == 4 with q neither float16 nor bfloat16 (no fp8 on FA4).",
+        "Use bf16/fp16, or ver=3 for fp8."
+    ),
+    fa4i!(
+        "sgl.FA4I-11",
+        183,
+        "inputs must have the same dtype",
+        "ver == 4 and q, k_cache, v_cache dtypes differ.",
+        "Cast the caches to q's dtype."
+    ),
+    fa4i!(
+        "sgl.FA4I-12",
+        186,
+        "cu_seqlens_q, cu_seqlens_k, seqused_q, seqused_k must be int32",
+        "ver == 4, cu_seqlens_q or cache_seqlens not int32.",
+        "Convert with .to(torch.int32)."
+    ),
+    fa4i!(
+        "sgl.FA4I-13",
+        189,
+        "cu_seqlens_q, cu_seqlens_k, seqused_q, seqused_k must be contiguous",
+        "ver == 4, cu_seqlens_q or cache_seqlens has stride(0) != 1.",
+        "Pass .contiguous()."
+    ),
+    fa4i!(
+        "sgl.FA4I-14",
+        193,
+        "",
+        "ver == 4, sinks (learnable_sink) not of shape (num_heads,) (bare assert).",
+        "One sink per query head."
+    ),
+    fa4i!(
+        "sgl.FA4I-15",
+        194,
+        "learnable_sink must be bfloat16",
+        "ver == 4, sinks not bfloat16.",
+        "Pass sinks as bfloat16."
+    ),
+    fa4i!(
+        "sgl.FA4I-16",
+        196,
+        "inputs must be on CUDA device",
+        "ver == 4 and one of q, k_cache, v_cache, cu_seqlens_q, cache_seqlens, page_table, sinks is not on CUDA.",
+        "Move every tensor to the GPU."
+    ),
+    fa4i!(
+        "sgl.FA4I-17",
+        210,
+        "num_head must be divisible by num_head_kv",
+        "ver == 4, q heads % k_cache heads != 0.",
+        "Check the GQA ratio."
+    ),
+    fa4i!(
+        "sgl.FA4I-18",
+        211,
+        "head_dim must be less than or equal to 256",
+        "ver == 4, q.shape[-1] > 256.",
+        "FA4 supports head dims up to 256."
+    ),
+    fa4i!(
+        "sgl.FA4I-19",
+        213,
+        "head_dim must be divisible by {}",
+        "ver == 4, q.shape[-1] not a multiple of 16 / element size (8 for fp16/bf16).",
+        "Pad the head dim."
+    ),
+    fa4i!(
+        "sgl.FA4I-20",
+        214,
+        "head_dim_v must be divisible by {}",
+        "ver == 4, v_cache.shape[-1] not a multiple of 8.",
+        "Pad the value head dim."
+    ),
+    fa4i!(
+        "sgl.FA4I-21",
+        359,
+        "softcap and score_mod cannot be used together",
+        "ver == 4 with a non-zero softcap and a score_mod.",
+        "Fold the softcap into score_mod."
+    ),
+    fa4i!(
+        "sgl.FA4I-22",
+        475,
+        "paged KV not supported on SM 9.0",
+        "ver == 4 with a page_table on Hopper (asserted when compiling the kernel, so on every call).",
+        "FA4 on sm90 has no paged KV: use ver=3."
+    ),
+    fa4i!(
+        "sgl.FA4I-23",
+        476,
+        "SplitKV not supported on SM 9.0",
+        "ver == 4 with num_splits > 1 on Hopper.",
+        "Pass num_splits=1 (or 0) with ver=4 on sm90, or use ver=3."
+    ),
 ];
 
 static SINK_SITES: &[Site] = &[
-    site!("sgl.E3-29a", "mha_fwd sinks (sgl-flash-attn)", RuntimeError,
-        "sinks must have dtype bfloat16", "sgl-project/sgl-flash-attn@f866ec34 hopper/flash_api.cpp:L1131",
-        "sinks given and not bfloat16.", "Attention-sink logits in float32 (as some checkpoints store them). Cast with .to(torch.bfloat16)."),
-    site!("sgl.E3-29b", "mha_fwd sinks (sgl-flash-attn)", RuntimeError,
-        "sinks must be on CUDA", "sgl-project/sgl-flash-attn@f866ec34 hopper/flash_api.cpp:L1133",
-        "sinks not on CUDA.", "Move the sinks to the GPU."),
-    site!("sgl.E3-29c", "mha_fwd sinks (sgl-flash-attn)", RuntimeError,
-        "sinks must have shape (num_heads)", "sgl-project/sgl-flash-attn@f866ec34 hopper/flash_api.cpp:L1134",
-        "sinks is not 1-D of q's head count.", "Sinks per KV head, or for all ranks before the tensor-parallel split. Pass one sink per local query head."),
-    site!("sgl.E3-29d", "mha_fwd sinks (sgl-flash-attn)", RuntimeError,
-        "sinks must be contiguous", "sgl-project/sgl-flash-attn@f866ec34 hopper/flash_api.cpp:L1135",
-        "sinks is a strided view (not passed through maybe_contiguous).", "Pass sinks.contiguous()."),
+    site!(
+        "sgl.E3-29a",
+        "mha_fwd sinks (sgl-flash-attn)",
+        RuntimeError,
+        "sinks must have dtype bfloat16",
+        "sgl-project/sgl-flash-attn@f866ec34 hopper/flash_api.cpp:L1131",
+        "sinks given and not bfloat16.",
+        "Attention-sink logits in float32 (as some checkpoints store them). Cast with .to(torch.bfloat16)."
+    ),
+    site!(
+        "sgl.E3-29b",
+        "mha_fwd sinks (sgl-flash-attn)",
+        RuntimeError,
+        "sinks must be on CUDA",
+        "sgl-project/sgl-flash-attn@f866ec34 hopper/flash_api.cpp:L1133",
+        "sinks not on CUDA.",
+        "Move the sinks to the GPU."
+    ),
+    site!(
+        "sgl.E3-29c",
+        "mha_fwd sinks (sgl-flash-attn)",
+        RuntimeError,
+        "sinks must have shape (num_heads)",
+        "sgl-project/sgl-flash-attn@f866ec34 hopper/flash_api.cpp:L1134",
+        "sinks is not 1-D of q's head count.",
+        "Sinks per KV head, or for all ranks before the tensor-parallel split. Pass one sink per local query head."
+    ),
+    site!(
+        "sgl.E3-29d",
+        "mha_fwd sinks (sgl-flash-attn)",
+        RuntimeError,
+        "sinks must be contiguous",
+        "sgl-project/sgl-flash-attn@f866ec34 hopper/flash_api.cpp:L1135",
+        "sinks is a strided view (not passed through maybe_contiguous).",
+        "Pass sinks.contiguous()."
+    ),
 ];
 
-static LAUNCH_SITE: Site = site!("fa3.B-35", "mha_fwd launch", RuntimeError,
+static LAUNCH_SITE: Site = site!(
+    "fa3.B-35",
+    "mha_fwd launch",
+    RuntimeError,
     "Expected params.num_splits >= 1 to be true, but got false.  (Could this error message be improved?  If so, please report an enhancement request to PyTorch.)",
     "Dao-AILab/flash-attention@0251105a hopper/flash_api.cpp:L371 (run_mha_fwd); hopper/flash_api_stable.cpp:L436; sgl-project/sgl-flash-attn@f866ec34 hopper/flash_api.cpp (run_mha_fwd)",
     "A positive num_splits that wraps to <= 0 when stored in the C++ int params.num_splits (e.g. 2**32), with work to launch. Default TORCH_CHECK message (two spaces after 'false.' and 'improved?'); the stable build prints only its prefix.",
-    "num_splits is a split count: pass 0 for the heuristic or a small positive value.");
+    "num_splits is a split count: pass 0 for the heuristic or a small positive value."
+);
 
 macro_rules! mha_sites {
     ($($id:literal, $up:literal, $stable:literal, $sgl:literal, $template:literal, $condition:literal, $explain:literal;)*) => {
@@ -676,68 +991,116 @@ macro_rules! hazard {
 }
 
 static HAZARDS: &[HazardDef] = &[
-    hazard!("H-SGL-VER-RUNS-FA3", Warning,
+    hazard!(
+        "H-SGL-VER-RUNS-FA3",
+        Warning,
         "ver={} is not 4: sgl-kernel 0.3.21 silently runs FA3",
         "sgl-project/sglang@b5493f65b sgl-kernel/python/sgl_kernel/flash_attn.py:L163 (only ver == 4 is tested)",
-        "sgl-kernel accepts any ver and runs FA3 unless ver == 4 (Python equality: 4.0 selects FA4, \"4\" does not). Code ported from CUDA with ver=2 ran FA3 there; the MUSA wrapper rejects it."),
-    hazard!("H-SGL-ARG-DROPPED", Error,
+        "sgl-kernel accepts any ver and runs FA3 unless ver == 4 (Python equality: 4.0 selects FA4, \"4\" does not). Code ported from CUDA with ver=2 ran FA3 there; the MUSA wrapper rejects it."
+    ),
+    hazard!(
+        "H-SGL-ARG-DROPPED",
+        Error,
         "{} is accepted and ignored on sgl-kernel's FA3 path",
         "sgl-project/sglang@b5493f65b sgl-kernel/python/sgl_kernel/flash_attn.py:L231-267 (not passed to the op)",
-        "score_mod and aux_tensors only reach FA4 (ver == 4); with any other ver they are silently dropped."),
-    hazard!("H-SGL-FA4-QV-DROPPED", Error,
+        "score_mod and aux_tensors only reach FA4 (ver == 4); with any other ver they are silently dropped."
+    ),
+    hazard!(
+        "H-SGL-FA4-QV-DROPPED",
+        Error,
         "qv is silently dropped on the FA4 path: attention is computed without it",
         "sgl-project/sglang@b5493f65b sgl-kernel/python/sgl_kernel/flash_attn.py:L184-201",
-        "The ver == 4 branch does not forward qv; MLA absorbed calls compute a different result."),
-    hazard!("H-SGL-FA4-ARG-DROPPED", Warning,
+        "The ver == 4 branch does not forward qv; MLA absorbed calls compute a different result."
+    ),
+    hazard!(
+        "H-SGL-FA4-ARG-DROPPED",
+        Warning,
         "{} is not forwarded on the FA4 path",
         "sgl-project/sglang@b5493f65b sgl-kernel/python/sgl_kernel/flash_attn.py:L184-201",
-        "The ver == 4 branch forwards only q, caches, cu_seqlens_q, cache_seqlens, scale, causal, window, softcap, num_splits, pack_gqa, return_softmax_lse, sinks, page_table, score_mod, aux_tensors."),
-    hazard!("H-SGL-FA4-SPLITS-UNMODELLED", Info,
+        "The ver == 4 branch forwards only q, caches, cu_seqlens_q, cache_seqlens, scale, causal, window, softcap, num_splits, pack_gqa, return_softmax_lse, sinks, page_table, score_mod, aux_tensors."
+    ),
+    hazard!(
+        "H-SGL-FA4-SPLITS-UNMODELLED",
+        Info,
         "FA4 chooses num_splits by its own heuristic (not modelled); a choice > 1 fails on sm90 with AssertionError: SplitKV not supported on SM 9.0",
         "sgl-project/sglang@b5493f65b sgl-kernel/python/sgl_kernel/_fa4_interface.py:L315-338, L476",
-        "With num_splits < 1 the FA4 interface picks a split count from its tile sizes and the SM count; fa3conform does not model FA4's tiles, so it cannot tell whether the call passes. Pass num_splits=1 to be sure."),
-    hazard!("H-SGL-FA4-RETURNS-2-TUPLE", Info,
+        "With num_splits < 1 the FA4 interface picks a split count from its tile sizes and the SM count; fa3conform does not model FA4's tiles, so it cannot tell whether the call passes. Pass num_splits=1 to be sure."
+    ),
+    hazard!(
+        "H-SGL-FA4-RETURNS-2-TUPLE",
+        Info,
         "return_softmax_lse=True returns (out, lse) on the FA4 path, a 4-tuple on FA3",
         "sgl-project/sglang@b5493f65b sgl-kernel/python/sgl_kernel/_fa4_interface.py:L940",
-        "Code that unpacks out, lse, *rest works with both; code indexing [2] or [3] does not."),
-    hazard!("H-CUDA-INT-SEQLENS-EXPANDED", Warning,
+        "Code that unpacks out, lse, *rest works with both; code indexing [2] or [3] does not."
+    ),
+    hazard!(
+        "H-CUDA-INT-SEQLENS-EXPANDED",
+        Warning,
         "int cache_seqlens={} expanded to {} entries taken from {}",
         "Dao-AILab/flash-attention@0251105a hopper/flash_attn_interface.py:L1063-1067; sgl-project/sglang@b5493f65b sgl-kernel/python/sgl_kernel/flash_attn.py:L209-213",
-        "Upstream FA3 sizes the tensor from q.shape[0] (total_q for varlen q), sgl-kernel 0.3.21 from k_cache.shape[0] (the page count when paged). Pass a tensor of batch_size lengths."),
-    hazard!("H-CUDA-RETURNS-4-TUPLE", Info,
+        "Upstream FA3 sizes the tensor from q.shape[0] (total_q for varlen q), sgl-kernel 0.3.21 from k_cache.shape[0] (the page count when paged). Pass a tensor of batch_size lengths."
+    ),
+    hazard!(
+        "H-CUDA-RETURNS-4-TUPLE",
+        Info,
         "return_softmax_lse=True returns a 4-tuple (out, lse, {})",
         "Dao-AILab/flash-attention@0251105a hopper/flash_attn_interface.py:L144-148, L1103; sgl-project/sglang@b5493f65b sgl-kernel/python/sgl_kernel/flash_attn.py:L269",
-        "Not the documented (out, lse): the split-KV accumulators follow. Unpack with out, lse, *rest."),
-    hazard!("H-CUDA-SCHEDULER-METADATA-IGNORED", Warning,
+        "Not the documented (out, lse): the split-KV accumulators follow. Unpack with out, lse, *rest."
+    ),
+    hazard!(
+        "H-CUDA-SCHEDULER-METADATA-IGNORED",
+        Warning,
         "scheduler_metadata is silently ignored: the call is neither varlen nor causal/local unsplit",
         "Dao-AILab/flash-attention@0251105a hopper/flash_api.cpp:L990-1006",
-        "mha_fwd only reads scheduler_metadata when the scheduler needs a semaphore or the call is varlen (cuda-fa3.md C.3)."),
-    hazard!("H-CUDA-DESCALE-IGNORED", Error,
+        "mha_fwd only reads scheduler_metadata when the scheduler needs a semaphore or the call is varlen (cuda-fa3.md C.3)."
+    ),
+    hazard!(
+        "H-CUDA-DESCALE-IGNORED",
+        Error,
         "{} is ignored because q is not float8_e4m3fn",
         "Dao-AILab/flash-attention@0251105a hopper/flash_api.cpp:L1115-1146",
-        "Descales only apply to fp8 inputs; with bf16/fp16 they are neither checked nor used."),
-    hazard!("H-CUDA-ROTARY-IGNORED", Error,
+        "Descales only apply to fp8 inputs; with bf16/fp16 they are neither checked nor used."
+    ),
+    hazard!(
+        "H-CUDA-ROTARY-IGNORED",
+        Error,
         "{} is ignored because rotary_cos is not given",
         "Dao-AILab/flash-attention@0251105a hopper/flash_api.cpp:L1052-1083",
-        "The rotary block only runs when rotary_cos is given."),
-    hazard!("H-CUDA-V-WITHOUT-K", Error,
+        "The rotary block only runs when rotary_cos is given."
+    ),
+    hazard!(
+        "H-CUDA-V-WITHOUT-K",
+        Error,
         "v is ignored because k is not given: nothing is appended",
         "Dao-AILab/flash-attention@0251105a hopper/flash_api.cpp:L929-975",
-        "v_new is only read inside the k_new block."),
-    hazard!("H-CUDA-CU-SEQLENS-K-NEW-WITHOUT-K", Warning,
+        "v_new is only read inside the k_new block."
+    ),
+    hazard!(
+        "H-CUDA-CU-SEQLENS-K-NEW-WITHOUT-K",
+        Warning,
         "cu_seqlens_k_new is ignored because k is not given",
         "Dao-AILab/flash-attention@0251105a hopper/flash_api.cpp:L929-975",
-        "cu_seqlens_k_new is only read inside the k_new block."),
-    hazard!("H-CUDA-SOFTCAP-NEGATIVE", Warning,
+        "cu_seqlens_k_new is only read inside the k_new block."
+    ),
+    hazard!(
+        "H-CUDA-SOFTCAP-NEGATIVE",
+        Warning,
         "a negative softcap is treated as no softcap",
         "Dao-AILab/flash-attention@0251105a hopper/flash_api.cpp:L378 (SOFTCAP_SWITCH(params.softcap > 0.0))",
-        "Only softcap > 0 enables capping."),
-    hazard!("H-CUDA-EMPTY-KV", Info,
+        "Only softcap > 0 enables capping."
+    ),
+    hazard!(
+        "H-CUDA-EMPTY-KV",
+        Info,
         "no keys at all: out is zero-filled and softmax_lse is +inf",
         "Dao-AILab/flash-attention@0251105a hopper/flash_api.cpp:L1190-1194",
-        "Note +inf, unlike the -inf of rows the kernel masks completely."),
-    hazard!("H-CUDA-HEADS-K-ZERO", Error,
+        "Note +inf, unlike the -inf of rows the kernel masks completely."
+    ),
+    hazard!(
+        "H-CUDA-HEADS-K-ZERO",
+        Error,
         "k_cache has zero heads: num_heads % num_heads_k divides by zero in C++ and the process dies (SIGFPE); no exception is raised",
         "Dao-AILab/flash-attention@0251105a hopper/flash_api.cpp:L781",
-        "The verdict stays 'accepted' because no Python exception exists for this case; treat it as fatal."),
+        "The verdict stays 'accepted' because no Python exception exists for this case; treat it as fatal."
+    ),
 ];
