@@ -25,6 +25,7 @@ pub enum Exception {
     IndexError,
     NotImplementedError,
     ZeroDivisionError,
+    OverflowError,
 }
 
 impl Exception {
@@ -38,6 +39,7 @@ impl Exception {
             Exception::IndexError => "IndexError",
             Exception::NotImplementedError => "NotImplementedError",
             Exception::ZeroDivisionError => "ZeroDivisionError",
+            Exception::OverflowError => "OverflowError",
         }
     }
 }
