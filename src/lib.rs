@@ -3,7 +3,10 @@
 
 pub mod bridge;
 pub mod call;
+pub mod cli;
 pub mod conform;
+#[cfg(feature = "internal-testing")]
+pub mod fuzzing;
 pub mod numeric;
 pub mod spec;
 pub mod tensor;
