@@ -371,6 +371,7 @@ def resolve_target(target: str):
     module_name, function = spec.rsplit(":", 1)
     if module_name.endswith(".py") or os.sep in module_name:
         path = Path(module_name)
+        sys.path.insert(0, str(path.resolve().parent))  # as if the file were run as a script
         loader = importlib.util.spec_from_file_location(path.stem, path)
         if loader is None:
             raise SystemExit(f"target {target!r}: cannot load {path}")
