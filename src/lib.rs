@@ -8,6 +8,8 @@ pub mod conform;
 #[cfg(feature = "internal-testing")]
 pub mod fuzzing;
 pub mod numeric;
+pub mod reference;
 pub mod spec;
 pub mod tensor;
+pub mod tolerance;
 pub mod validate;

@@ -1,0 +1,1 @@
+//! Metamorphic invariants of the reference (filled in below).
