@@ -5,7 +5,7 @@
 
 mod report;
 
-pub use report::{Format, render};
+pub use report::{Format, render, xml_escape};
 
 use indicatif::{ProgressBar, ProgressStyle};
 use rayon::prelude::*;
