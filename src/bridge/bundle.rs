@@ -1,10 +1,14 @@
 //! One case bundle: a folder with `call.json`, `inputs.safetensors`, `expected.json` and, when the
 //! numerics profile accepts the call, `expected.safetensors` (format: [`crate::bridge`]).
 
+use super::tensors::StoredTensor;
 use super::tensors::{TensorFile, TensorFileError, read_tensor_file, write_tensor_file};
-use crate::call::KvCacheCall;
+use crate::call::{Dtype, KvCacheCall};
+use crate::reference::RefOutput;
 use crate::spec::{SpecError, call_to_json, parse_specs};
+use crate::tolerance;
 use crate::validate::{Outcome, Verdict};
+use ndarray::ArrayD;
 use serde::{Deserialize, Serialize};
 use std::path::{Path, PathBuf};
 use thiserror::Error;
@@ -32,14 +36,26 @@ pub mod names {
     pub const LSE_LOWPREC: &str = "softmax_lse_lowprec";
 }
 
-/// The parameters of the tolerance rule `|impl − ref64| ≤ k·|lowprec − ref64| + atol` (on the
-/// maximum) and `mean|impl − ref64| ≤ mean_k·mean|lowprec − ref64|`, as exported.
+/// The tolerance rule's parameters for the call's input dtype, written to `expected.json` for
+/// readers of the bundle; `verify` applies [`crate::tolerance`] itself.
 #[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
-#[serde(deny_unknown_fields)]
 pub struct ToleranceParams {
-    pub k: f64,
-    pub mean_k: f64,
+    /// `max|impl − ref64| ≤ max_mult · max|lowprec − ref64| + atol`.
+    pub max_mult: f64,
+    /// `mean|impl − ref64| ≤ mean_mult · mean|lowprec − ref64|` (lse: `+ atol`).
+    pub mean_mult: f64,
     pub atol: f64,
+}
+
+impl ToleranceParams {
+    pub fn for_dtype(dtype: Dtype) -> ToleranceParams {
+        let mult = tolerance::Multipliers::for_dtype(dtype);
+        ToleranceParams {
+            max_mult: mult.max,
+            mean_mult: mult.mean,
+            atol: tolerance::ATOL,
+        }
+    }
 }
 
 /// A hazard as recorded in `expected.json`.
@@ -111,14 +127,87 @@ impl From<&Verdict> for VerdictRecord {
 pub struct ExpectedNumbers {
     /// The profile whose conventions (lse layout, empty rows, ...) the numbers follow.
     pub profile: String,
+    /// The attention input dtype (`q`'s): it sets the tolerance multipliers.
+    pub input_dtype: Dtype,
+    /// The dtype the stack returns `out` in.
+    pub out_dtype: Dtype,
+    /// Appended keys were rotated: cache keys compare within a tolerance, not bit for bit.
+    pub rotated_keys: bool,
     /// The call returns `(out, softmax_lse, ...)` (`return_softmax_lse` true), not just `out`.
     pub returns_lse: bool,
     /// The call appends `k`/`v`: the caches after the call are part of the result.
     pub appends_kv: bool,
-    pub tolerance: ToleranceParams,
-    /// `out`, `softmax_lse` (F32, the f64 reference), `out_lowprec` (output dtype),
-    /// `softmax_lse_lowprec` (F32) and, when `appends_kv`, `k_cache`, `v_cache` (cache dtype).
+    /// `out`, `softmax_lse`, `out_lowprec`, `softmax_lse_lowprec` (F32) and, when `appends_kv`,
+    /// `k_cache`, `v_cache` (cache dtype).
     pub tensors: TensorFile,
+}
+
+fn stored_f32(a: &ArrayD<f64>) -> StoredTensor {
+    let values: Vec<f64> = a.iter().copied().collect();
+    StoredTensor::from_values(Dtype::Float32, a.shape(), &values)
+}
+
+impl ExpectedNumbers {
+    /// The numbers of the f64 reference (`exact`) and its low-precision twin (`lowprec`);
+    /// `caches` are the dtypes of `k_cache` and `v_cache`.
+    pub fn new(
+        profile: &str,
+        out_dtype: Dtype,
+        caches: (Dtype, Dtype),
+        returns_lse: bool,
+        exact: &RefOutput,
+        lowprec: &RefOutput,
+    ) -> ExpectedNumbers {
+        let mut tensors = TensorFile::from([
+            (names::OUT.to_string(), stored_f32(&exact.out)),
+            (names::LSE.to_string(), stored_f32(&exact.lse)),
+            (names::OUT_LOWPREC.to_string(), stored_f32(&lowprec.out)),
+            (names::LSE_LOWPREC.to_string(), stored_f32(&lowprec.lse)),
+        ]);
+        for (name, cache, dtype) in [
+            (names::K_CACHE, &exact.k_cache, caches.0),
+            (names::V_CACHE, &exact.v_cache, caches.1),
+        ] {
+            if let Some(cache) = cache {
+                let values: Vec<f64> = cache.iter().copied().collect();
+                tensors.insert(
+                    name.to_string(),
+                    StoredTensor::from_values(dtype, cache.shape(), &values),
+                );
+            }
+        }
+        ExpectedNumbers {
+            profile: profile.to_string(),
+            input_dtype: exact.dtype,
+            out_dtype,
+            rotated_keys: exact.rotated_keys,
+            returns_lse,
+            appends_kv: exact.k_cache.is_some(),
+            tensors,
+        }
+    }
+
+    fn values(&self, name: &str) -> ArrayD<f64> {
+        self.tensors[name].to_host().data
+    }
+
+    /// The output the tolerance rule takes: the reference's, or (`lowprec`) its baseline's.
+    pub fn ref_output(&self, lowprec: bool) -> RefOutput {
+        let (out, lse) = if lowprec {
+            (names::OUT_LOWPREC, names::LSE_LOWPREC)
+        } else {
+            (names::OUT, names::LSE)
+        };
+        let cache = |name: &str| (!lowprec && self.appends_kv).then(|| self.values(name));
+        RefOutput {
+            out: self.values(out),
+            lse: self.values(lse),
+            k_cache: cache(names::K_CACHE),
+            v_cache: cache(names::V_CACHE),
+            dtype: self.input_dtype,
+            rotated_keys: self.rotated_keys,
+        }
+    }
 }
 
 /// A case as exported: the call, its inputs, every profile's verdict and the expected numbers.
@@ -143,9 +232,15 @@ impl CaseBundle {
 #[serde(deny_unknown_fields)]
 struct NumericsJson {
     profile: String,
+    /// torch names.
+    input_dtype: String,
+    out_dtype: String,
+    rotated_keys: bool,
     returns_lse: bool,
     appends_kv: bool,
-    tolerance: ToleranceParams,
+    /// Informative: `verify` derives the parameters from `input_dtype`.
+    #[serde(default)]
+    tolerance: Option<ToleranceParams>,
 }
 
 #[derive(Serialize, Deserialize)]
@@ -199,14 +294,28 @@ pub fn write_bundle(dir: &Path, bundle: &CaseBundle) -> Result<(), BundleError> 
         path: dir.to_path_buf(),
         source,
     })?;
+    for stale in [RESULT_JSON, RESULT_TENSORS, EXPECTED_TENSORS] {
+        match std::fs::remove_file(dir.join(stale)) {
+            Err(e) if e.kind() != std::io::ErrorKind::NotFound => {
+                return Err(BundleError::Io {
+                    path: dir.join(stale),
+                    source: e,
+                });
+            }
+            _ => {}
+        }
+    }
     let call = serde_json::to_string_pretty(&call_to_json(&bundle.call)).expect("JSON serialises");
     write_text(&dir.join(CALL_FILE), &call)?;
     write_tensor_file(&dir.join(INPUTS_FILE), &bundle.inputs)?;
     let numerics = bundle.expected.as_ref().map(|e| NumericsJson {
         profile: e.profile.clone(),
+        input_dtype: e.input_dtype.torch_name().to_string(),
+        out_dtype: e.out_dtype.torch_name().to_string(),
+        rotated_keys: e.rotated_keys,
         returns_lse: e.returns_lse,
         appends_kv: e.appends_kv,
-        tolerance: e.tolerance,
+        tolerance: Some(ToleranceParams::for_dtype(e.input_dtype)),
     });
     let expected = ExpectedJson {
         schema_version: SCHEMA_VERSION,
@@ -268,11 +377,21 @@ pub fn read_bundle(dir: &Path, cap_bytes: usize) -> Result<CaseBundle, BundleErr
                     format!("has no tensor `{missing}`"),
                 ));
             }
+            let dtype = |name: &str| {
+                Dtype::from_torch_name(name).ok_or_else(|| {
+                    invalid(
+                        &expected_path,
+                        format!("numerics: unknown dtype \"{name}\""),
+                    )
+                })
+            };
             Some(ExpectedNumbers {
                 profile: n.profile,
+                input_dtype: dtype(&n.input_dtype)?,
+                out_dtype: dtype(&n.out_dtype)?,
+                rotated_keys: n.rotated_keys,
                 returns_lse: n.returns_lse,
                 appends_kv: n.appends_kv,
-                tolerance: n.tolerance,
                 tensors,
             })
         }
@@ -283,4 +402,25 @@ pub fn read_bundle(dir: &Path, cap_bytes: usize) -> Result<CaseBundle, BundleErr
         verdicts: json.verdicts,
         expected,
     })
+}
+
+/// The bundle folders under `root`: `root` itself when it holds a `call.json`, else its
+/// subfolders that do, in name order.
+pub fn bundle_dirs(root: &Path) -> Result<Vec<PathBuf>, BundleError> {
+    if root.join(CALL_FILE).is_file() {
+        return Ok(vec![root.to_path_buf()]);
+    }
+    let entries = std::fs::read_dir(root).map_err(|source| BundleError::Io {
+        path: root.to_path_buf(),
+        source,
+    })?;
+    let mut dirs: Vec<PathBuf> = entries
+        .filter_map(|e| e.ok().map(|e| e.path()))
+        .filter(|p| p.join(CALL_FILE).is_file())
+        .collect();
+    dirs.sort();
+    if dirs.is_empty() {
+        return Err(invalid(root, "no bundle (a folder with call.json) here"));
+    }
+    Ok(dirs)
 }

@@ -19,10 +19,14 @@
 //! after the call when `k` was passed) or `result.json` (`exception`, `message`).
 
 pub mod bundle;
+pub mod export;
 pub mod tensors;
+pub mod verify;
 
 pub use bundle::{
-    CaseBundle, ExpectedNumbers, HazardRecord, OutcomeKind, ToleranceParams, VerdictRecord,
-    read_bundle, write_bundle,
+    BundleError, CaseBundle, ExpectedNumbers, HazardRecord, OutcomeKind, ToleranceParams,
+    VerdictRecord, bundle_dirs, read_bundle, write_bundle,
 };
+pub use export::{ExportArgs, run_export};
 pub use tensors::{StoredTensor, TensorFile, TensorFileError, read_tensor_file, write_tensor_file};
+pub use verify::{VerifyArgs, run_verify};
