@@ -1,6 +1,7 @@
 //! fa3conform: conformance and fuzz testing, with a reference implementation, for FlashAttention-3's
 //! `flash_attn_with_kvcache` as it runs on Moore Threads (MUSA) GPUs.
 
+pub mod bridge;
 pub mod call;
 pub mod cases;
 pub mod cli;

@@ -5,7 +5,7 @@
 
 mod report;
 
-pub use report::{Format, render};
+pub use report::{Format, render, xml_escape};
 
 use indicatif::{ProgressBar, ProgressStyle};
 use rayon::prelude::*;
@@ -28,6 +28,11 @@ pub trait Suite: Sync {
     fn default_cases(&self) -> usize;
     /// Runs case `index` of a campaign seeded with `seed`.
     fn run_case(&self, seed: u64, index: usize) -> CaseOutcome;
+    /// The call case `index` checks, for suites whose cases are single calls (`export` writes
+    /// them as device bundles); `None` for suites that check something else.
+    fn call(&self, _seed: u64, _index: usize) -> Option<crate::call::KvCacheCall> {
+        None
+    }
 }
 
 /// Every suite `conform` knows, in the order they run by default.

@@ -86,7 +86,8 @@ fn json_report(reports: &[SuiteReport], seed: u64) -> String {
     serde_json::to_string_pretty(&doc).expect("JSON values serialise")
 }
 
-fn xml_escape(s: &str) -> String {
+/// Escapes text for XML attribute values and content.
+pub fn xml_escape(s: &str) -> String {
     s.replace('&', "&amp;")
         .replace('<', "&lt;")
         .replace('>', "&gt;")
