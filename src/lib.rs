@@ -1,9 +1,19 @@
 //! fa3conform: conformance and fuzz testing, with a reference implementation, for FlashAttention-3's
 //! `flash_attn_with_kvcache` as it runs on Moore Threads (MUSA) GPUs.
 
+pub mod bridge;
 pub mod call;
+pub mod cases;
+pub mod cli;
+pub mod conform;
+#[cfg(feature = "internal-testing")]
+pub mod fuzzing;
 pub mod kernel;
 pub mod mate;
 pub mod numeric;
+pub mod reference;
+pub mod scan;
 pub mod spec;
 pub mod tensor;
+pub mod tolerance;
+pub mod validate;

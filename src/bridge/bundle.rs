@@ -1,0 +1,426 @@
+//! One case bundle: a folder with `call.json`, `inputs.safetensors`, `expected.json` and, when the
+//! numerics profile accepts the call, `expected.safetensors` (format: [`crate::bridge`]).
+
+use super::tensors::StoredTensor;
+use super::tensors::{TensorFile, TensorFileError, read_tensor_file, write_tensor_file};
+use crate::call::{Dtype, KvCacheCall};
+use crate::reference::RefOutput;
+use crate::spec::{SpecError, call_to_json, parse_specs};
+use crate::tolerance;
+use crate::validate::{Outcome, Verdict};
+use ndarray::ArrayD;
+use serde::{Deserialize, Serialize};
+use std::path::{Path, PathBuf};
+use thiserror::Error;
+
+pub const CALL_FILE: &str = "call.json";
+pub const INPUTS_FILE: &str = "inputs.safetensors";
+pub const EXPECTED_JSON: &str = "expected.json";
+pub const EXPECTED_TENSORS: &str = "expected.safetensors";
+/// Written by the runner when the target returned.
+pub const RESULT_TENSORS: &str = "result.safetensors";
+/// Written by the runner when the target raised.
+pub const RESULT_JSON: &str = "result.json";
+
+/// Version of the bundle layout; readers refuse other versions.
+pub const SCHEMA_VERSION: u32 = 1;
+
+/// Names in `expected.safetensors` (and, for the first four, in `result.safetensors`).
+pub mod names {
+    pub const OUT: &str = "out";
+    pub const LSE: &str = "softmax_lse";
+    pub const K_CACHE: &str = "k_cache";
+    pub const V_CACHE: &str = "v_cache";
+    /// The low-precision reference's output, in the output dtype: the error yardstick of the rule.
+    pub const OUT_LOWPREC: &str = "out_lowprec";
+    pub const LSE_LOWPREC: &str = "softmax_lse_lowprec";
+}
+
+/// The tolerance rule's parameters for the call's input dtype, written to `expected.json` for
+/// readers of the bundle; `verify` applies [`crate::tolerance`] itself.
+#[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
+pub struct ToleranceParams {
+    /// `max|impl − ref64| ≤ max_mult · max|lowprec − ref64| + atol`.
+    pub max_mult: f64,
+    /// `mean|impl − ref64| ≤ mean_mult · mean|lowprec − ref64|` (lse: `+ atol`).
+    pub mean_mult: f64,
+    pub atol: f64,
+}
+
+impl ToleranceParams {
+    pub fn for_dtype(dtype: Dtype) -> ToleranceParams {
+        let mult = tolerance::Multipliers::for_dtype(dtype);
+        ToleranceParams {
+            max_mult: mult.max,
+            mean_mult: mult.mean,
+            atol: tolerance::ATOL,
+        }
+    }
+}
+
+/// A hazard as recorded in `expected.json`.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct HazardRecord {
+    pub code: String,
+    /// `info`, `warning` or `error`.
+    pub severity: String,
+    pub message: String,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum OutcomeKind {
+    Accepted,
+    Rejected,
+}
+
+/// One profile's verdict as recorded in `expected.json`; `exception`, `message` and `site` are
+/// set exactly when the outcome is `rejected`.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct VerdictRecord {
+    pub profile: String,
+    pub outcome: OutcomeKind,
+    pub exception: Option<String>,
+    pub message: Option<String>,
+    pub site: Option<String>,
+    pub hazards: Vec<HazardRecord>,
+}
+
+impl From<&Verdict> for VerdictRecord {
+    fn from(v: &Verdict) -> VerdictRecord {
+        let (outcome, exception, message, site) = match &v.outcome {
+            Outcome::Accepted(_) => (OutcomeKind::Accepted, None, None, None),
+            Outcome::Rejected(r) => (
+                OutcomeKind::Rejected,
+                Some(r.exception.name().to_string()),
+                Some(r.message.clone()),
+                Some(r.site.to_string()),
+            ),
+        };
+        let hazards = v
+            .hazards
+            .iter()
+            .map(|h| HazardRecord {
+                code: h.code.to_string(),
+                severity: serde_json::to_value(h.severity)
+                    .ok()
+                    .and_then(|s| s.as_str().map(str::to_string))
+                    .unwrap_or_default(),
+                message: h.message.clone(),
+            })
+            .collect();
+        VerdictRecord {
+            profile: v.profile.to_string(),
+            outcome,
+            exception,
+            message,
+            site,
+            hazards,
+        }
+    }
+}
+
+/// What an accepted call must compute, for one profile's conventions.
+#[derive(Clone, Debug, PartialEq)]
+pub struct ExpectedNumbers {
+    /// The profile whose conventions (lse layout, empty rows, ...) the numbers follow.
+    pub profile: String,
+    /// The attention input dtype (`q`'s): it sets the tolerance multipliers.
+    pub input_dtype: Dtype,
+    /// The dtype the stack returns `out` in.
+    pub out_dtype: Dtype,
+    /// Appended keys were rotated: cache keys compare within a tolerance, not bit for bit.
+    pub rotated_keys: bool,
+    /// The call returns `(out, softmax_lse, ...)` (`return_softmax_lse` true), not just `out`.
+    pub returns_lse: bool,
+    /// The call appends `k`/`v`: the caches after the call are part of the result.
+    pub appends_kv: bool,
+    /// `out`, `softmax_lse`, `out_lowprec`, `softmax_lse_lowprec` (F32) and, when `appends_kv`,
+    /// `k_cache`, `v_cache` (cache dtype).
+    pub tensors: TensorFile,
+}
+
+fn stored_f32(a: &ArrayD<f64>) -> StoredTensor {
+    let values: Vec<f64> = a.iter().copied().collect();
+    StoredTensor::from_values(Dtype::Float32, a.shape(), &values)
+}
+
+impl ExpectedNumbers {
+    /// The numbers of the f64 reference (`exact`) and its low-precision twin (`lowprec`);
+    /// `caches` are the dtypes of `k_cache` and `v_cache`.
+    pub fn new(
+        profile: &str,
+        out_dtype: Dtype,
+        caches: (Dtype, Dtype),
+        returns_lse: bool,
+        exact: &RefOutput,
+        lowprec: &RefOutput,
+    ) -> ExpectedNumbers {
+        let mut tensors = TensorFile::from([
+            (names::OUT.to_string(), stored_f32(&exact.out)),
+            (names::LSE.to_string(), stored_f32(&exact.lse)),
+            (names::OUT_LOWPREC.to_string(), stored_f32(&lowprec.out)),
+            (names::LSE_LOWPREC.to_string(), stored_f32(&lowprec.lse)),
+        ]);
+        for (name, cache, dtype) in [
+            (names::K_CACHE, &exact.k_cache, caches.0),
+            (names::V_CACHE, &exact.v_cache, caches.1),
+        ] {
+            if let Some(cache) = cache {
+                let values: Vec<f64> = cache.iter().copied().collect();
+                tensors.insert(
+                    name.to_string(),
+                    StoredTensor::from_values(dtype, cache.shape(), &values),
+                );
+            }
+        }
+        ExpectedNumbers {
+            profile: profile.to_string(),
+            input_dtype: exact.dtype,
+            out_dtype,
+            rotated_keys: exact.rotated_keys,
+            returns_lse,
+            appends_kv: exact.k_cache.is_some(),
+            tensors,
+        }
+    }
+
+    fn values(&self, name: &str) -> ArrayD<f64> {
+        self.tensors[name].to_host().data
+    }
+
+    /// The output the tolerance rule takes: the reference's, or (`lowprec`) its baseline's.
+    pub fn ref_output(&self, lowprec: bool) -> RefOutput {
+        let (out, lse) = if lowprec {
+            (names::OUT_LOWPREC, names::LSE_LOWPREC)
+        } else {
+            (names::OUT, names::LSE)
+        };
+        let cache = |name: &str| (!lowprec && self.appends_kv).then(|| self.values(name));
+        RefOutput {
+            out: self.values(out),
+            lse: self.values(lse),
+            k_cache: cache(names::K_CACHE),
+            v_cache: cache(names::V_CACHE),
+            dtype: self.input_dtype,
+            rotated_keys: self.rotated_keys,
+        }
+    }
+}
+
+/// A case as exported: the call, its inputs, every profile's verdict and the expected numbers.
+#[derive(Clone, Debug, PartialEq)]
+pub struct CaseBundle {
+    /// The call, with the values of its integer tensors inline.
+    pub call: KvCacheCall,
+    /// Every tensor argument under its canonical parameter name, in the dtype the call names.
+    pub inputs: TensorFile,
+    pub verdicts: Vec<VerdictRecord>,
+    /// `None` when the numerics profile rejects the call.
+    pub expected: Option<ExpectedNumbers>,
+}
+
+impl CaseBundle {
+    pub fn verdict(&self, profile: &str) -> Option<&VerdictRecord> {
+        self.verdicts.iter().find(|v| v.profile == profile)
+    }
+}
+
+#[derive(Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct NumericsJson {
+    profile: String,
+    /// torch names.
+    input_dtype: String,
+    out_dtype: String,
+    rotated_keys: bool,
+    returns_lse: bool,
+    appends_kv: bool,
+    /// Informative: `verify` derives the parameters from `input_dtype`.
+    #[serde(default)]
+    tolerance: Option<ToleranceParams>,
+}
+
+#[derive(Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct ExpectedJson {
+    schema_version: u32,
+    id: String,
+    verdicts: Vec<VerdictRecord>,
+    numerics: Option<NumericsJson>,
+}
+
+#[derive(Debug, Error)]
+pub enum BundleError {
+    #[error("{path}: {source}")]
+    Io {
+        path: PathBuf,
+        source: std::io::Error,
+    },
+    #[error("{path}: {message}")]
+    Invalid { path: PathBuf, message: String },
+    #[error("{path}: {source}")]
+    Spec { path: PathBuf, source: SpecError },
+    #[error(transparent)]
+    Tensors(#[from] TensorFileError),
+}
+
+fn invalid(path: &Path, message: impl Into<String>) -> BundleError {
+    BundleError::Invalid {
+        path: path.to_path_buf(),
+        message: message.into(),
+    }
+}
+
+fn read_text(path: &Path) -> Result<String, BundleError> {
+    std::fs::read_to_string(path).map_err(|source| BundleError::Io {
+        path: path.to_path_buf(),
+        source,
+    })
+}
+
+fn write_text(path: &Path, text: &str) -> Result<(), BundleError> {
+    std::fs::write(path, text).map_err(|source| BundleError::Io {
+        path: path.to_path_buf(),
+        source,
+    })
+}
+
+/// Writes `bundle` into the folder `dir` (created if needed).
+pub fn write_bundle(dir: &Path, bundle: &CaseBundle) -> Result<(), BundleError> {
+    std::fs::create_dir_all(dir).map_err(|source| BundleError::Io {
+        path: dir.to_path_buf(),
+        source,
+    })?;
+    for stale in [RESULT_JSON, RESULT_TENSORS, EXPECTED_TENSORS] {
+        match std::fs::remove_file(dir.join(stale)) {
+            Err(e) if e.kind() != std::io::ErrorKind::NotFound => {
+                return Err(BundleError::Io {
+                    path: dir.join(stale),
+                    source: e,
+                });
+            }
+            _ => {}
+        }
+    }
+    let call = serde_json::to_string_pretty(&call_to_json(&bundle.call)).expect("JSON serialises");
+    write_text(&dir.join(CALL_FILE), &call)?;
+    write_tensor_file(&dir.join(INPUTS_FILE), &bundle.inputs)?;
+    let numerics = bundle.expected.as_ref().map(|e| NumericsJson {
+        profile: e.profile.clone(),
+        input_dtype: e.input_dtype.torch_name().to_string(),
+        out_dtype: e.out_dtype.torch_name().to_string(),
+        rotated_keys: e.rotated_keys,
+        returns_lse: e.returns_lse,
+        appends_kv: e.appends_kv,
+        tolerance: Some(ToleranceParams::for_dtype(e.input_dtype)),
+    });
+    let expected = ExpectedJson {
+        schema_version: SCHEMA_VERSION,
+        id: bundle.call.id.clone(),
+        verdicts: bundle.verdicts.clone(),
+        numerics,
+    };
+    let text = serde_json::to_string_pretty(&expected).expect("JSON serialises");
+    write_text(&dir.join(EXPECTED_JSON), &text)?;
+    if let Some(e) = &bundle.expected {
+        write_tensor_file(&dir.join(EXPECTED_TENSORS), &e.tensors)?;
+    }
+    Ok(())
+}
+
+/// Reads the bundle in `dir`, decoding no more than `cap_bytes` per tensor file.
+pub fn read_bundle(dir: &Path, cap_bytes: usize) -> Result<CaseBundle, BundleError> {
+    let call_path = dir.join(CALL_FILE);
+    let mut calls = parse_specs(&read_text(&call_path)?).map_err(|source| BundleError::Spec {
+        path: call_path.clone(),
+        source,
+    })?;
+    if calls.len() != 1 {
+        return Err(invalid(
+            &call_path,
+            format!("holds {} calls, a bundle has exactly one", calls.len()),
+        ));
+    }
+    let call = calls.remove(0);
+    let inputs = read_tensor_file(&dir.join(INPUTS_FILE), cap_bytes)?;
+    let expected_path = dir.join(EXPECTED_JSON);
+    let json: ExpectedJson = serde_json::from_str(&read_text(&expected_path)?)
+        .map_err(|e| invalid(&expected_path, e.to_string()))?;
+    if json.schema_version != SCHEMA_VERSION {
+        return Err(invalid(
+            &expected_path,
+            format!(
+                "schema_version {} (this fa3conform reads {SCHEMA_VERSION})",
+                json.schema_version
+            ),
+        ));
+    }
+    let expected = match json.numerics {
+        None => None,
+        Some(n) => {
+            let tensors = read_tensor_file(&dir.join(EXPECTED_TENSORS), cap_bytes)?;
+            let mut required = vec![
+                names::OUT,
+                names::LSE,
+                names::OUT_LOWPREC,
+                names::LSE_LOWPREC,
+            ];
+            if n.appends_kv {
+                required.extend([names::K_CACHE, names::V_CACHE]);
+            }
+            if let Some(missing) = required.iter().find(|name| !tensors.contains_key(**name)) {
+                return Err(invalid(
+                    &dir.join(EXPECTED_TENSORS),
+                    format!("has no tensor `{missing}`"),
+                ));
+            }
+            let dtype = |name: &str| {
+                Dtype::from_torch_name(name).ok_or_else(|| {
+                    invalid(
+                        &expected_path,
+                        format!("numerics: unknown dtype \"{name}\""),
+                    )
+                })
+            };
+            Some(ExpectedNumbers {
+                profile: n.profile,
+                input_dtype: dtype(&n.input_dtype)?,
+                out_dtype: dtype(&n.out_dtype)?,
+                rotated_keys: n.rotated_keys,
+                returns_lse: n.returns_lse,
+                appends_kv: n.appends_kv,
+                tensors,
+            })
+        }
+    };
+    Ok(CaseBundle {
+        call,
+        inputs,
+        verdicts: json.verdicts,
+        expected,
+    })
+}
+
+/// The bundle folders under `root`: `root` itself when it holds a `call.json`, else its
+/// subfolders that do, in name order.
+pub fn bundle_dirs(root: &Path) -> Result<Vec<PathBuf>, BundleError> {
+    if root.join(CALL_FILE).is_file() {
+        return Ok(vec![root.to_path_buf()]);
+    }
+    let entries = std::fs::read_dir(root).map_err(|source| BundleError::Io {
+        path: root.to_path_buf(),
+        source,
+    })?;
+    let mut dirs: Vec<PathBuf> = entries
+        .filter_map(|e| e.ok().map(|e| e.path()))
+        .filter(|p| p.join(CALL_FILE).is_file())
+        .collect();
+    dirs.sort();
+    if dirs.is_empty() {
+        return Err(invalid(root, "no bundle (a folder with call.json) here"));
+    }
+    Ok(dirs)
+}

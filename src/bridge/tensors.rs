@@ -1,0 +1,205 @@
+//! safetensors files of a bundle: tensors kept as raw little-endian bytes in their own dtype, so
+//! that caches compare bit for bit and nothing is rounded twice.
+
+use crate::call::Dtype;
+use crate::numeric::{from_le_bytes, to_le_bytes};
+use crate::tensor::HostTensor;
+use ndarray::{ArrayD, IxDyn};
+use safetensors::SafeTensors;
+use safetensors::tensor::TensorView;
+use std::collections::{BTreeMap, HashMap};
+use std::path::{Path, PathBuf};
+use thiserror::Error;
+
+/// One tensor as stored: dtype, logical shape, row-major little-endian bytes.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct StoredTensor {
+    pub dtype: Dtype,
+    pub shape: Vec<usize>,
+    pub bytes: Vec<u8>,
+}
+
+impl StoredTensor {
+    pub fn from_host(t: &HostTensor) -> StoredTensor {
+        let values: Vec<f64> = t.data.iter().copied().collect();
+        StoredTensor::from_values(t.dtype, t.shape(), &values)
+    }
+
+    /// Stores `values` (row-major over `shape`) as `dtype`, rounding as torch's conversion does.
+    pub fn from_values(dtype: Dtype, shape: &[usize], values: &[f64]) -> StoredTensor {
+        StoredTensor {
+            dtype,
+            shape: shape.to_vec(),
+            bytes: to_le_bytes(dtype, values),
+        }
+    }
+
+    pub fn numel(&self) -> usize {
+        self.shape.iter().product()
+    }
+
+    /// The values, exactly (every stored dtype converts to f64 without rounding).
+    pub fn to_host(&self) -> HostTensor {
+        let values = from_le_bytes(self.dtype, &self.bytes);
+        HostTensor {
+            dtype: self.dtype,
+            data: ArrayD::from_shape_vec(IxDyn(&self.shape), values)
+                .expect("safetensors checked that the bytes match the shape"),
+        }
+    }
+}
+
+/// Tensors of one file, by name.
+pub type TensorFile = BTreeMap<String, StoredTensor>;
+
+#[derive(Debug, Error)]
+pub enum TensorFileError {
+    #[error("{path}: {source}")]
+    Io {
+        path: PathBuf,
+        source: std::io::Error,
+    },
+    #[error("{path}: not a safetensors file: {message}")]
+    Format { path: PathBuf, message: String },
+    #[error(
+        "{path}: tensor `{name}` has dtype {dtype:?}, which no torch dtype fa3conform models has"
+    )]
+    Dtype {
+        path: PathBuf,
+        name: String,
+        dtype: safetensors::Dtype,
+    },
+    #[error("{path}: {needed} bytes once decoded, over the memory cap of {cap} bytes")]
+    OverCap {
+        path: PathBuf,
+        needed: u128,
+        cap: usize,
+    },
+}
+
+fn format_error(path: &Path, e: impl ToString) -> TensorFileError {
+    TensorFileError::Format {
+        path: path.to_path_buf(),
+        message: e.to_string(),
+    }
+}
+
+/// Writes `tensors` to `path`.
+pub fn write_tensor_file(path: &Path, tensors: &TensorFile) -> Result<(), TensorFileError> {
+    let views = tensors
+        .iter()
+        .map(|(name, t)| {
+            TensorView::new(t.dtype.safetensors(), t.shape.clone(), &t.bytes)
+                .map(|view| (name.as_str(), view))
+        })
+        .collect::<Result<Vec<_>, _>>()
+        .map_err(|e| format_error(path, format!("{e:?}")))?;
+    let metadata = HashMap::from([("format".to_string(), "fa3conform-bundle-1".to_string())]);
+    safetensors::serialize_to_file(views, &Some(metadata), path).map_err(|e| match e {
+        safetensors::SafeTensorError::IoError(source) => TensorFileError::Io {
+            path: path.to_path_buf(),
+            source,
+        },
+        other => format_error(path, format!("{other:?}")),
+    })
+}
+
+/// Reads every tensor of `path`, refusing files whose values would take more than `cap_bytes` once
+/// decoded to f64 (checked from the file size before reading, and from the header before decoding).
+pub fn read_tensor_file(path: &Path, cap_bytes: usize) -> Result<TensorFile, TensorFileError> {
+    let io = |source| TensorFileError::Io {
+        path: path.to_path_buf(),
+        source,
+    };
+    let over = |needed: u128| TensorFileError::OverCap {
+        path: path.to_path_buf(),
+        needed,
+        cap: cap_bytes,
+    };
+    let size = std::fs::metadata(path).map_err(io)?.len();
+    if u128::from(size) > cap_bytes as u128 {
+        return Err(over(u128::from(size)));
+    }
+    let buffer = std::fs::read(path).map_err(io)?;
+    let file =
+        SafeTensors::deserialize(&buffer).map_err(|e| format_error(path, format!("{e:?}")))?;
+    let views = file.tensors();
+    let needed: u128 = views
+        .iter()
+        .map(|(_, v)| v.shape().iter().map(|&d| d as u128).product::<u128>() * 8)
+        .sum();
+    if needed > cap_bytes as u128 {
+        return Err(over(needed));
+    }
+    views
+        .into_iter()
+        .map(|(name, view)| {
+            let dtype =
+                Dtype::from_safetensors(view.dtype()).ok_or_else(|| TensorFileError::Dtype {
+                    path: path.to_path_buf(),
+                    name: name.clone(),
+                    dtype: view.dtype(),
+                })?;
+            let tensor = StoredTensor {
+                dtype,
+                shape: view.shape().to_vec(),
+                bytes: view.data().to_vec(),
+            };
+            Ok((name, tensor))
+        })
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn round_trip_keeps_bytes_and_dtypes() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("t.safetensors");
+        let tensors = TensorFile::from([
+            // 1 + 2^-8 is a bf16 tie: stored as 1.0, as torch rounds it.
+            (
+                "q".to_string(),
+                StoredTensor::from_values(Dtype::Bfloat16, &[1, 2], &[1.0 + 2f64.powi(-8), -2.5]),
+            ),
+            (
+                "cache_seqlens".to_string(),
+                StoredTensor::from_values(Dtype::Int32, &[3], &[0.0, 7.0, -1.0]),
+            ),
+            (
+                "empty".to_string(),
+                StoredTensor::from_values(Dtype::Float8E4m3fn, &[0, 4], &[]),
+            ),
+        ]);
+        write_tensor_file(&path, &tensors).unwrap();
+        let back = read_tensor_file(&path, 1 << 20).unwrap();
+        assert_eq!(back, tensors);
+        assert_eq!(
+            back["q"].to_host().data.iter().copied().collect::<Vec<_>>(),
+            [1.0, -2.5]
+        );
+        assert_eq!(back["cache_seqlens"].bytes[4..8], 7i32.to_le_bytes());
+    }
+
+    #[test]
+    fn refuses_over_cap_and_garbage() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("t.safetensors");
+        let tensors = TensorFile::from([(
+            "x".to_string(),
+            StoredTensor::from_values(Dtype::Int8, &[64], &[1.0; 64]),
+        )]);
+        write_tensor_file(&path, &tensors).unwrap();
+        // 64 one-byte values take 512 bytes as f64.
+        let err = read_tensor_file(&path, 400).unwrap_err();
+        assert!(
+            matches!(err, TensorFileError::OverCap { needed: 512, .. }),
+            "{err}"
+        );
+        std::fs::write(&path, b"not a tensor file").unwrap();
+        let err = read_tensor_file(&path, 1 << 20).unwrap_err();
+        assert!(matches!(err, TensorFileError::Format { .. }), "{err}");
+    }
+}

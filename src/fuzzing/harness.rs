@@ -1,0 +1,36 @@
+//! One function per fuzz target. Each returns whether the input is worth keeping in the corpus.
+
+use crate::spec::parse_specs;
+use crate::tensor::materialise;
+
+/// Memory cap for materialising fuzzed calls: large enough for every real small case, small enough
+/// that a fuzzer can never take the machine down.
+pub const FUZZ_MEMORY_CAP: usize = 64 << 20;
+
+/// `call_spec`: arbitrary bytes through the JSON call-spec parser and the materialiser. Never
+/// panics; every parse error names a JSON path or says why the document as a whole is unusable;
+/// nothing is allocated beyond [`FUZZ_MEMORY_CAP`].
+pub fn call_spec(bytes: &[u8]) -> bool {
+    let Ok(text) = std::str::from_utf8(bytes) else {
+        return false;
+    };
+    match parse_specs(text) {
+        Ok(calls) => {
+            for call in &calls {
+                // Either materialises within the cap or refuses with an error; both are fine.
+                let _ = materialise(call, FUZZ_MEMORY_CAP);
+            }
+            true
+        }
+        Err(e) => {
+            let whole_document = e.path.is_empty()
+                && (e.message.starts_with("invalid JSON")
+                    || e.message.starts_with("expected a call object"));
+            assert!(
+                whole_document || !e.path.is_empty(),
+                "spec error without a JSON path: {e}"
+            );
+            false
+        }
+    }
+}

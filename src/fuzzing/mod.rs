@@ -1,0 +1,9 @@
+//! Fuzzing support, shared by the cargo-fuzz targets (`fuzz/`) and `cargo test` replays.
+//!
+//! As in wasmtime's `crates/fuzzing`: *generators* turn raw bytes into structured cases,
+//! *oracles* decide whether a case exposes a bug (by panicking with a reproducible message), and
+//! *harness* functions — one per fuzz target — glue the two. Targets are a few lines that call a
+//! harness function, so `tests/fuzz_replay.rs` replays every committed corpus and regression file
+//! through exactly the code the fuzzer ran.
+
+pub mod harness;

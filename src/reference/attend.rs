@@ -1,0 +1,235 @@
+//! Attention of one (batch, KV head) group: gather its keys, then process the group's query rows
+//! (all query heads of the KV head stacked, as pack-GQA does) in blocks, multiplying only over the
+//! key columns that some row of the block attends to.
+
+use super::Precision;
+use super::resolve::{NewTokens, Problem};
+use crate::call::Dtype;
+use crate::numeric::round_to;
+use ndarray::{Array1, Array2, s};
+
+/// Query rows per block: small enough that a causal block wastes little of the key range, large
+/// enough for efficient matrix products.
+const ROW_BLOCK: usize = 64;
+
+/// Output rows `g · seqlen_q + i` for query head `hk · group + g`, row `i`.
+pub struct GroupResult {
+    pub out: Array2<f64>,
+    pub lse: Array1<f64>,
+}
+
+/// Keys and values of one (batch, KV head), `(seqlen_k, d)` and `(seqlen_k, dv)`.
+fn gather_kv(
+    p: &Problem,
+    new: &NewTokens,
+    b: usize,
+    hk: usize,
+) -> Result<(Array2<f64>, Array2<f64>), super::RefError> {
+    let batch = &p.batches[b];
+    let mut k = Array2::zeros((batch.seqlen_k(), p.head_dim));
+    let mut v = Array2::zeros((batch.seqlen_k(), p.head_dim_v));
+    for j in 0..batch.old_keys {
+        let (row, offset) = p.slot(batch.kv_row, batch.leftpad + j)?;
+        k.row_mut(j)
+            .assign(&p.k_cache.slice(s![row, offset, hk, ..]));
+        v.row_mut(j)
+            .assign(&p.v_cache.slice(s![row, offset, hk, ..]));
+    }
+    let old = batch.old_keys;
+    k.slice_mut(s![old.., ..])
+        .assign(&new.keys[b].slice(s![.., hk, ..]));
+    v.slice_mut(s![old.., ..])
+        .assign(&new.values[b].slice(s![.., hk, ..]));
+    Ok((k, v))
+}
+
+/// Stacked query rows `(group · sq, dim)` of one (batch, KV head) from a `(total_q, h, dim)` view.
+fn stack_rows(p: &Problem, src: ndarray::ArrayView3<f64>, b: usize, hk: usize) -> Array2<f64> {
+    let batch = &p.batches[b];
+    let group = p.group_size();
+    let mut rows = Array2::zeros((group * batch.seqlen_q, src.dim().2));
+    for g in 0..group {
+        rows.slice_mut(s![g * batch.seqlen_q..(g + 1) * batch.seqlen_q, ..])
+            .assign(&src.slice(s![
+                batch.q_start..batch.q_start + batch.seqlen_q,
+                hk * group + g,
+                ..
+            ]));
+    }
+    rows
+}
+
+fn round_all(a: &mut Array2<f64>, dtype: Dtype) {
+    a.mapv_inplace(|x| round_to(dtype, x));
+}
+
+/// The operands after the precision's staging: scores are `qs · ks^T (+ qvs · vs^T)` times
+/// `score_factor`, and the output is `P · vs` times `out_factor`.
+struct Operands {
+    q: Array2<f64>,
+    qv: Option<Array2<f64>>,
+    k: Array2<f64>,
+    v: Array2<f64>,
+    score_factor: f64,
+    out_factor: f64,
+}
+
+fn operands(
+    p: &Problem,
+    new: &NewTokens,
+    b: usize,
+    hk: usize,
+) -> Result<Operands, super::RefError> {
+    let batch = &p.batches[b];
+    let (mut k, mut v) = gather_kv(p, new, b, hk)?;
+    let mut q = stack_rows(p, p.q, b, hk);
+    if let Some(rotary) = &p.rotary {
+        for (r, mut row) in q.outer_iter_mut().enumerate() {
+            let i = r % batch.seqlen_q;
+            let position = batch.rotary_start + if rotary.positions_advance { i } else { 0 };
+            rotary.rotate(
+                row.as_slice_mut().expect("owned rows are contiguous"),
+                position,
+            );
+        }
+        round_all(&mut q, p.dtype);
+    }
+    let mut qv = p.qv.map(|qv| stack_rows(p, qv, b, hk));
+    let (qd, kd, vd) = match &p.descale {
+        Some(d) => (d.q[[b, hk]], d.k[[b, hk]], d.v[[b, hk]]),
+        None => (1.0, 1.0, 1.0),
+    };
+    Ok(match p.precision {
+        Precision::Exact => Operands {
+            q,
+            qv,
+            k,
+            v,
+            score_factor: p.scale * qd * kd,
+            out_factor: vd,
+        },
+        Precision::LowPrecision => {
+            // attention_ref(upcast=False, reorder_ops=True): descaled inputs rounded to the work
+            // dtype, then `k · scale` and `qv · scale` rounded.
+            let work = p.work_dtype();
+            let scale_round = |a: &mut Array2<f64>, factor: f64| {
+                a.mapv_inplace(|x| round_to(work, x * factor));
+            };
+            if p.descale.is_some() {
+                scale_round(&mut q, qd);
+                scale_round(&mut k, kd);
+                scale_round(&mut v, vd);
+            }
+            scale_round(&mut k, p.scale);
+            if let Some(qv) = qv.as_mut() {
+                scale_round(qv, qd);
+                scale_round(qv, p.scale);
+            }
+            Operands {
+                q,
+                qv,
+                k,
+                v,
+                score_factor: 1.0,
+                out_factor: 1.0,
+            }
+        }
+    })
+}
+
+pub fn attend_group(
+    p: &Problem,
+    new: &NewTokens,
+    b: usize,
+    hk: usize,
+) -> Result<GroupResult, super::RefError> {
+    let batch = &p.batches[b];
+    let (sq, sk) = (batch.seqlen_q, batch.seqlen_k());
+    let ops = operands(p, new, b, hk)?;
+    let rows = ops.q.nrows();
+    let group = p.group_size();
+    let mut out = Array2::zeros((rows, p.head_dim_v));
+    let mut lse = Array1::from_elem(rows, f64::NEG_INFINITY);
+    let low = p.precision == Precision::LowPrecision;
+    let work = p.work_dtype();
+    let round = |x: f64| if low { round_to(work, x) } else { x };
+    for r0 in (0..rows).step_by(ROW_BLOCK) {
+        let r1 = (r0 + ROW_BLOCK).min(rows);
+        let ranges: Vec<(usize, usize)> =
+            (r0..r1).map(|r| p.mask.key_range(r % sq, sq, sk)).collect();
+        let Some(c0) = ranges.iter().filter(|(lo, hi)| lo < hi).map(|r| r.0).min() else {
+            continue;
+        };
+        let c1 = ranges.iter().map(|r| r.1).max().unwrap_or(c0);
+        let mut scores = ops
+            .q
+            .slice(s![r0..r1, ..])
+            .dot(&ops.k.slice(s![c0..c1, ..]).t());
+        if low {
+            scores.mapv_inplace(round);
+        }
+        if let Some(qv) = &ops.qv {
+            let extra = qv
+                .slice(s![r0..r1, ..])
+                .dot(&ops.v.slice(s![c0..c1, ..]).t());
+            scores.zip_mut_with(&extra, |s, &e| *s = round(*s + round(e)));
+        }
+        for (local, mut row) in scores.outer_iter_mut().enumerate() {
+            let (lo, hi) = ranges[local];
+            if lo == hi {
+                row.fill(0.0);
+                continue;
+            }
+            let head = hk * group + (r0 + local) / sq;
+            let sink = p.sinks.as_ref().map(|s| s[head]);
+            let (a, z) = (lo - c0, hi - c0);
+            lse[r0 + local] = softmax_in_place(p, row.slice_mut(s![a..z]), ops.score_factor, sink);
+            // Columns outside the row's range get probability 0.
+            row.slice_mut(s![..a]).fill(0.0);
+            row.slice_mut(s![z..]).fill(0.0);
+        }
+        let block_out = scores.dot(&ops.v.slice(s![c0..c1, ..]));
+        out.slice_mut(s![r0..r1, ..]).assign(&block_out);
+    }
+    if ops.out_factor != 1.0 {
+        out.mapv_inplace(|x| x * ops.out_factor);
+    }
+    debug_assert_eq!(rows, group * sq);
+    Ok(GroupResult { out, lse })
+}
+
+/// Turns the raw scores of a row's attended keys into probabilities in place and returns the
+/// row's lse (`−inf` when it attends to nothing).
+fn softmax_in_place(
+    p: &Problem,
+    mut row: ndarray::ArrayViewMut1<f64>,
+    score_factor: f64,
+    sink: Option<f64>,
+) -> f64 {
+    let low = p.precision == Precision::LowPrecision;
+    let work = p.work_dtype();
+    let round = |x: f64| if low { round_to(work, x) } else { x };
+    row.mapv_inplace(|raw| {
+        let s = raw * score_factor;
+        match p.softcap {
+            Some(cap) => round(round(round(s / cap).tanh()) * cap),
+            None => s,
+        }
+    });
+    let row_max = row.fold(f64::NEG_INFINITY, |m, &x| m.max(x));
+    let shift = sink.map_or(row_max, |s| row_max.max(s));
+    row.mapv_inplace(|s| (s - shift).exp());
+    let denominator = row.sum() + sink.map_or(0.0, |s| (s - shift).exp());
+    row.mapv_inplace(|e| e / denominator);
+    if low {
+        row.mapv_inplace(|x| {
+            let x = round_to(work, x);
+            if p.dtype == Dtype::Float8E4m3fn {
+                round_to(Dtype::Float8E4m3fn, x)
+            } else {
+                x
+            }
+        });
+    }
+    shift + denominator.ln()
+}

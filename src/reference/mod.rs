@@ -1,0 +1,206 @@
+//! The reference: what an accepted `flash_attn_with_kvcache` call computes, evaluated in f64.
+//!
+//! [`run`] takes a call, its materialised tensors, the [`Stack`] whose conventions apply and a
+//! [`Precision`], and returns the output, the softmax lse and the caches after the in-place append.
+//!
+//! Semantics (cuda-fa3.md D.2, D.11, D.13, D.13b, D.14, D.15; sgl-kernel-cuda.md E.4; musa-fa3.md §6, §7):
+//! * Per batch `b`: `sq_b` query rows, `sk_b = cache_seqlens[b] − leftpad[b] + new_b` keys; key `j` is
+//!   cache position `leftpad[b] + j` of KV row `cache_batch_idx[b]` (through the page table when
+//!   paged); without any varlen input every batch uses the full capacity.
+//! * Masks are bottom-right aligned; causal/local/chunk are resolved from the static sizes per stack
+//!   ([`mask`]), and the attended key set of a row is always an interval.
+//! * `s = scale·(q·k + qv·v)` (fp8: times `q_descale·k_descale` of the query's KV head), then softcap
+//!   `c·tanh(s/c)`; `P = softmax(s)`, where a learnable sink adds `exp(sink)` (not scaled) to the
+//!   denominator and so to the lse; `out = P·v` (fp8: times `v_descale`).
+//! * New keys are rotated (rotary) and rounded to the cache dtype before they are stored and
+//!   attended; rotated queries are rounded to the input dtype, as the devices stage them.
+//! * Rows without any attendable key: `out = 0`, `lse = −inf`; FA3 and sgl-kernel return
+//!   `lse = +inf` everywhere when the call has no keys at all (`total_k + total_knew == 0`).
+//!
+//! Work is done per (batch, KV head) in blocks of query rows with matrix products over only the key
+//! columns some row of the block attends to, so memory stays O(seqlen_k · head_dim) per task.
+
+mod attend;
+pub mod invariants;
+pub mod mask;
+mod resolve;
+
+pub use mask::Mask;
+
+use crate::call::{Dtype, KvCacheCall};
+use crate::numeric::round_to;
+use crate::tensor::Tensors;
+use ndarray::{Array2, Array3, ArrayD, IxDyn};
+use rayon::prelude::*;
+use resolve::{LseLayout, Problem};
+use thiserror::Error;
+
+/// The stack whose conventions an evaluation follows, where the stacks differ.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Stack {
+    /// SGLang's MUSA wrapper → mate (musa-fa3.md).
+    Musa,
+    /// sgl-kernel 0.3.21 on CUDA (sgl-kernel-cuda.md).
+    SglKernel,
+    /// Upstream FlashAttention-3 `hopper/` (cuda-fa3.md).
+    Fa3,
+}
+
+impl Stack {
+    pub const ALL: [Stack; 3] = [Stack::Musa, Stack::SglKernel, Stack::Fa3];
+
+    pub fn name(self) -> &'static str {
+        match self {
+            Stack::Musa => "musa",
+            Stack::SglKernel => "sgl-kernel",
+            Stack::Fa3 => "fa3",
+        }
+    }
+
+    /// Whether a `softcap` value turns softcapping on: any non-zero value in mate
+    /// (musa-fa3.md §6.4), only positive values in FA3 and sgl-kernel (cuda-fa3.md D.15).
+    pub fn softcap_enabled(self, softcap: f64) -> bool {
+        match self {
+            Stack::Musa => softcap != 0.0,
+            Stack::SglKernel | Stack::Fa3 => softcap > 0.0,
+        }
+    }
+
+    /// Whether the stack has learnable sinks (`sinks`; FA3 has none).
+    pub fn has_sinks(self) -> bool {
+        self != Stack::Fa3
+    }
+}
+
+/// How intermediates are rounded.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Precision {
+    /// Everything in f64; only the values the devices store (rotated q, new k/v in the cache) are rounded.
+    Exact,
+    /// FA3's test baseline `attention_ref(upcast=False, reorder_ops=True)` (cuda-fa3.md §E): math in
+    /// the input dtype (bf16 for fp8 inputs): `k·scale` rounded, scores rounded, softcap in that dtype,
+    /// probabilities rounded (fp8: also through fp8), output rounded. Used to size tolerances.
+    LowPrecision,
+}
+
+/// What a call returns and leaves behind, in f64.
+#[derive(Clone, Debug, PartialEq)]
+pub struct RefOutput {
+    /// `(b, seqlen_q, h, dv)`, or `(total_q, h, dv)` with `cu_seqlens_q`.
+    pub out: ArrayD<f64>,
+    /// `(b, h, seqlen_q)` or `(h, total_q)`; MUSA's MLA branch: `(b, seqlen_q, h)` for 4-D `q`.
+    pub lse: ArrayD<f64>,
+    /// `k_cache` after the append (values in the cache dtype); `None` when nothing was appended.
+    pub k_cache: Option<ArrayD<f64>>,
+    pub v_cache: Option<ArrayD<f64>>,
+    /// The attention input dtype (`q`'s), which sets the tolerance multipliers.
+    pub dtype: Dtype,
+    /// The appended keys were rotated (so cache keys are compared with a tolerance, not bit-exactly).
+    pub rotated_keys: bool,
+}
+
+/// Why the reference cannot evaluate a call.
+#[derive(Debug, Error, PartialEq)]
+pub enum RefError {
+    #[error("the call does not bind: {0}")]
+    Binding(String),
+    #[error("the reference cannot evaluate this call: {0}")]
+    Unevaluable(String),
+}
+
+/// Evaluates `call` with its materialised `tensors` under `stack`'s conventions.
+///
+/// Never panics on a malformed call: anything the reference cannot give a meaning to (shapes that
+/// disagree, indices out of range, reads or writes beyond the cache) is a [`RefError`].
+pub fn run(
+    call: &KvCacheCall,
+    tensors: &Tensors,
+    stack: Stack,
+    precision: Precision,
+) -> Result<RefOutput, RefError> {
+    let problem = Problem::resolve(call, tensors, stack, precision)?;
+    evaluate(&problem)
+}
+
+fn evaluate(p: &Problem) -> Result<RefOutput, RefError> {
+    let new_tokens = p.new_tokens()?;
+    let (k_cache, v_cache) = p.appended_caches(&new_tokens)?.unzip();
+    let mut out = Array3::<f64>::zeros((p.total_q, p.num_heads, p.head_dim_v));
+    let mut lse = Array2::<f64>::from_elem((p.num_heads, p.total_q), f64::NEG_INFINITY);
+    if p.empty_kv_is_plus_inf() {
+        lse.fill(f64::INFINITY);
+    } else {
+        let tasks: Vec<(usize, usize)> = (0..p.batches.len())
+            .flat_map(|b| (0..p.num_heads_k).map(move |hk| (b, hk)))
+            .filter(|&(b, _)| p.batches[b].seqlen_q > 0)
+            .collect();
+        let results: Vec<Result<attend::GroupResult, RefError>> = tasks
+            .par_iter()
+            .map(|&(b, hk)| attend::attend_group(p, &new_tokens, b, hk))
+            .collect();
+        for ((b, hk), result) in tasks.into_iter().zip(results) {
+            let result = result?;
+            let batch = &p.batches[b];
+            let group = p.group_size();
+            for g in 0..group {
+                let head = hk * group + g;
+                for i in 0..batch.seqlen_q {
+                    let row = g * batch.seqlen_q + i;
+                    let q_row = batch.q_start + i;
+                    out.slice_mut(ndarray::s![q_row, head, ..])
+                        .assign(&result.out.row(row));
+                    lse[[head, q_row]] = result.lse[row];
+                }
+            }
+        }
+    }
+    if p.precision == Precision::LowPrecision {
+        let work = p.work_dtype();
+        out.mapv_inplace(|x| round_to(work, x));
+    }
+    Ok(RefOutput {
+        out: shape_out(p, out)?,
+        lse: shape_lse(p, lse)?,
+        k_cache,
+        v_cache,
+        dtype: p.dtype,
+        rotated_keys: p.rotary.is_some() && p.new_kv,
+    })
+}
+
+fn reshape(a: ArrayD<f64>, shape: &[usize]) -> Result<ArrayD<f64>, RefError> {
+    a.into_shape_with_order(IxDyn(shape))
+        .map_err(|e| RefError::Unevaluable(format!("output layout: {e}")))
+}
+
+fn shape_out(p: &Problem, out: Array3<f64>) -> Result<ArrayD<f64>, RefError> {
+    match p.lse_layout {
+        LseLayout::Varlen => Ok(out.into_dyn()),
+        LseLayout::BatchHeadSeq | LseLayout::BatchSeqHead => reshape(
+            out.into_dyn(),
+            &[p.batches.len(), p.seqlen_q, p.num_heads, p.head_dim_v],
+        ),
+    }
+}
+
+fn shape_lse(p: &Problem, lse: Array2<f64>) -> Result<ArrayD<f64>, RefError> {
+    let (b, s, h) = (p.batches.len(), p.seqlen_q, p.num_heads);
+    match p.lse_layout {
+        LseLayout::Varlen => Ok(lse.into_dyn()),
+        // (h, b·s) → (h, b, s) → (b, h, s)
+        LseLayout::BatchHeadSeq => {
+            let hbs = reshape(lse.into_dyn(), &[h, b, s])?;
+            Ok(hbs
+                .permuted_axes(IxDyn(&[1, 0, 2]))
+                .as_standard_layout()
+                .to_owned())
+        }
+        LseLayout::BatchSeqHead => {
+            let hbs = reshape(lse.into_dyn(), &[h, b, s])?;
+            Ok(hbs
+                .permuted_axes(IxDyn(&[1, 2, 0]))
+                .as_standard_layout()
+                .to_owned())
+        }
+    }
+}

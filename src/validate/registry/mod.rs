@@ -1,0 +1,84 @@
+//! The one list of error sites and hazards. Only this module formats upstream error text.
+//!
+//! Ids are stable and never reused. Every site cites `repo@commit path:line` and carries the
+//! explanation `fa3conform explain` prints. Templates use `{}` for values filled in order.
+
+pub mod cuda;
+mod musa;
+
+use super::{Exception, Severity};
+
+/// One place in one stack that raises an exception.
+#[derive(Debug)]
+pub struct Site {
+    /// Stable id, e.g. `musa.W-1` (prefix = stack, suffix = the spec's check label).
+    pub id: &'static str,
+    /// The function or source region, e.g. `sglang musa wrapper`, `mate _fmha_fwd`.
+    pub layer: &'static str,
+    pub exception: Exception,
+    /// `str(exc)` with `{}` placeholders; empty for a bare `assert`.
+    pub template: &'static str,
+    /// `repo@commit path:Lx-Ly`.
+    pub citation: &'static str,
+    /// The condition that fires, in words.
+    pub condition: &'static str,
+    /// Usual causes and fixes, for porters.
+    pub explain: &'static str,
+}
+
+/// A registered hazard kind.
+#[derive(Debug)]
+pub struct HazardDef {
+    pub code: &'static str,
+    pub severity: Severity,
+    pub template: &'static str,
+    pub citation: &'static str,
+    pub explain: &'static str,
+}
+
+/// Every site of every profile.
+pub fn sites() -> impl Iterator<Item = &'static Site> {
+    musa::SITES.iter().chain(cuda::sites())
+}
+
+/// Every hazard kind.
+pub fn hazards() -> impl Iterator<Item = &'static HazardDef> {
+    musa::HAZARDS.iter().chain(cuda::hazards())
+}
+
+/// The site registered under `id`.
+///
+/// # Panics
+/// For an unregistered id: profiles only name registered sites (a test checks every profile's list).
+pub fn site(id: &str) -> &'static Site {
+    sites()
+        .find(|s| s.id == id)
+        .unwrap_or_else(|| panic!("error site {id} is not registered"))
+}
+
+/// The hazard registered under `code`.
+///
+/// # Panics
+/// For an unregistered code (a test checks every code used).
+pub fn hazard(code: &str) -> &'static HazardDef {
+    hazards()
+        .find(|h| h.code == code)
+        .unwrap_or_else(|| panic!("hazard {code} is not registered"))
+}
+
+/// Fills `{}` placeholders in order. Missing values leave `{}` visible (a test catches that).
+pub fn fill(template: &str, args: &[String]) -> String {
+    let mut out = String::with_capacity(template.len());
+    let mut args = args.iter();
+    let mut rest = template;
+    while let Some(i) = rest.find("{}") {
+        out.push_str(&rest[..i]);
+        match args.next() {
+            Some(a) => out.push_str(a),
+            None => out.push_str("{}"),
+        }
+        rest = &rest[i + 2..];
+    }
+    out.push_str(rest);
+    out
+}
