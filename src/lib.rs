@@ -7,5 +7,7 @@ pub mod conform;
 pub mod numeric;
 pub mod reference;
 pub mod spec;
+#[cfg(feature = "internal-testing")]
+pub mod strategies;
 pub mod tensor;
 pub mod tolerance;

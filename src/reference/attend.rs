@@ -28,12 +28,17 @@ fn gather_kv(
     let batch = &p.batches[b];
     let mut k = Array2::zeros((batch.seqlen_k(), p.head_dim));
     let mut v = Array2::zeros((batch.seqlen_k(), p.head_dim_v));
-    for j in 0..batch.old_keys {
+    // Copy runs of positions that are contiguous in the cache (a page, or the rest of a row).
+    let mut j = 0;
+    while j < batch.old_keys {
         let (row, offset) = p.slot(batch.kv_row, batch.leftpad + j)?;
-        k.row_mut(j)
-            .assign(&p.k_cache.slice(s![row, offset, hk, ..]));
-        v.row_mut(j)
-            .assign(&p.v_cache.slice(s![row, offset, hk, ..]));
+        let run = p.run_length(offset).min(batch.old_keys - j);
+        let span = offset..offset + run;
+        k.slice_mut(s![j..j + run, ..])
+            .assign(&p.k_cache.slice(s![row, span.clone(), hk, ..]));
+        v.slice_mut(s![j..j + run, ..])
+            .assign(&p.v_cache.slice(s![row, span, hk, ..]));
+        j += run;
     }
     let old = batch.old_keys;
     k.slice_mut(s![old.., ..])
