@@ -31,7 +31,7 @@ impl Suite for ReferenceSuite {
     }
 
     fn default_cases(&self) -> usize {
-        1500
+        5000
     }
 
     fn run_case(&self, seed: u64, index: usize) -> CaseOutcome {
