@@ -526,3 +526,19 @@ fn inconsistent_calls_are_errors_not_panics() {
     c.set("k_cache", floats(BF16, &[2, 2, 2, 1], &[0.0; 8]));
     assert!(eval(&c, Stack::Fa3).is_err());
 }
+
+#[test]
+fn low_precision_fp8_rounds_probabilities_through_fp8() {
+    // Three equal scores: P = 1/3 → bf16 0.333984375 → e4m3 0.34375 (neighbours 0.3125, 0.34375).
+    // Output 0.34375 · (1 + 2 + 4) = 2.40625, exactly representable in bf16; exact: 7/3.
+    let f8 = Dtype::Float8E4m3fn;
+    let c = call(
+        floats(f8, &[1, 1, 1, 1], &[0.0]),
+        floats(f8, &[1, 3, 1, 1], &[1.0, 1.0, 1.0]),
+        floats(f8, &[1, 3, 1, 1], &[1.0, 2.0, 4.0]),
+    );
+    let tensors = materialise(&c, 1 << 20).unwrap();
+    let low = run(&c, &tensors, Stack::Fa3, Precision::LowPrecision).unwrap();
+    assert_close(low.out.iter().copied(), &[2.40625]);
+    assert_close(exact(&c).out.iter().copied(), &[7.0 / 3.0]);
+}
