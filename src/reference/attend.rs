@@ -10,7 +10,7 @@ use ndarray::{Array1, Array2, s};
 
 /// Query rows per block: small enough that a causal block wastes little of the key range, large
 /// enough for efficient matrix products.
-const ROW_BLOCK: usize = 64;
+const ROW_BLOCK: usize = 128;
 
 /// Output rows `g · seqlen_q + i` for query head `hk · group + g`, row `i`.
 pub struct GroupResult {
