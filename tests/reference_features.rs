@@ -542,3 +542,43 @@ fn low_precision_fp8_rounds_probabilities_through_fp8() {
     assert_close(low.out.iter().copied(), &[2.40625]);
     assert_close(exact(&c).out.iter().copied(), &[7.0 / 3.0]);
 }
+
+#[test]
+fn rotated_keys_and_queries_are_rounded_to_bf16() {
+    // Position 1 scales-and-turns by cos 0.75, sin 0.5. x = (1 + 2^-7, 0) becomes
+    // (0.755859375, 0.50390625); bf16 keeps 8 significant bits, and 0.755859375 = 1.10000011b·2^-1
+    // lies halfway between 0.75390625 and 0.7578125: ties to even → 0.7578125.
+    let x = 1.0 + 2f64.powi(-7);
+    let rotary = |c: &mut KvCacheCall| {
+        c.set("rotary_cos", floats(BF16, &[2, 1], &[1.0, 0.75]))
+            .set("rotary_sin", floats(BF16, &[2, 1], &[0.0, 0.5]));
+    };
+    // The new key lands at position 1 (cache_seqlens 1) and is stored rotated and rounded.
+    let mut c = call(
+        floats(BF16, &[1, 1, 1, 2], &[0.0, 0.0]),
+        floats(BF16, &[1, 2, 1, 2], &[0.0; 4]),
+        floats(BF16, &[1, 2, 1, 1], &[0.0; 2]),
+    );
+    c.set("cache_seqlens", ints(&[1], &[1]))
+        .set("k", floats(BF16, &[1, 1, 1, 2], &[x, 0.0]))
+        .set("v", floats(BF16, &[1, 1, 1, 1], &[1.0]));
+    rotary(&mut c);
+    let stored: Vec<f64> = exact(&c).k_cache.unwrap().iter().skip(2).copied().collect();
+    assert_eq!(stored, [0.7578125, 0.50390625]);
+    // Causal, two queries, one new key (1, 0) at position 0 (identity): row 0 sees nothing
+    // (o = −1), row 1 is rotated at position 1 and its lse is its score q'·k = 0.7578125.
+    let mut c = call(
+        floats(BF16, &[1, 2, 1, 2], &[x, 0.0, x, 0.0]),
+        floats(BF16, &[1, 2, 1, 2], &[0.0; 4]),
+        floats(BF16, &[1, 2, 1, 1], &[0.0; 2]),
+    );
+    c.set("cache_seqlens", ints(&[1], &[0]))
+        .set("k", floats(BF16, &[1, 1, 1, 2], &[1.0, 0.0]))
+        .set("v", floats(BF16, &[1, 1, 1, 1], &[1.0]))
+        .set("causal", PyValue::Bool(true));
+    rotary(&mut c);
+    assert_close(
+        exact(&c).lse.iter().copied(),
+        &[f64::NEG_INFINITY, 0.7578125],
+    );
+}
