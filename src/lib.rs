@@ -14,6 +14,8 @@ pub mod numeric;
 pub mod reference;
 pub mod scan;
 pub mod spec;
+#[cfg(feature = "internal-testing")]
+pub mod strategies;
 pub mod tensor;
 pub mod tolerance;
 pub mod validate;

@@ -682,6 +682,14 @@ impl<'a> Problem<'a> {
         }
     }
 
+    /// Positions from cache offset `offset` on that lie in the same page (or cache row).
+    pub fn run_length(&self, offset: usize) -> usize {
+        match &self.store {
+            KeyStore::Contiguous => self.k_cache.dim().1 - offset,
+            KeyStore::Paged { page_size, .. } => page_size - offset,
+        }
+    }
+
     /// The appended keys (rotated) and values of every batch, in the cache dtype.
     pub fn new_tokens(&self) -> Result<NewTokens, RefError> {
         let (Some(k_new), Some(v_new)) = (self.k_new, self.v_new) else {
