@@ -38,7 +38,7 @@ pub trait Suite: Sync {
 
 /// Every suite `conform` knows, in the order they run by default.
 pub fn suites() -> Vec<&'static dyn Suite> {
-    vec![&reference_suite::ReferenceSuite]
+    vec![&reference_suite::ReferenceSuite, &crate::kernel::KERNEL_SUITE]
 }
 
 /// The results of one suite.
