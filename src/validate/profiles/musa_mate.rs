@@ -71,11 +71,12 @@ pub static MLA_BRANCH: Layer<MusaState> = Layer {
         },
         Check {
             name: "tvm-ffi argument conversion",
-            sites: &["musa.MLA-2.seqlens_k", "musa.MLA-2.block_table"],
-            run: |s| {
-                fail_if(s.seqused_k.as_tensor().is_none(), "musa.MLA-2.seqlens_k")?;
-                fail_if(s.tensor("page_table").is_none(), "musa.MLA-2.block_table")
-            },
+            sites: &[
+                "musa.MLA-2.seqlens_k",
+                "musa.MLA-2.block_table",
+                "musa.MLA-2.is_inited",
+            ],
+            run: mla_arguments,
         },
         Check {
             name: "max_seqlen_q.value()",
@@ -88,12 +89,239 @@ pub static MLA_BRANCH: Layer<MusaState> = Layer {
             },
         },
         Check {
+            name: "workspace",
+            sites: &["musa.MLA-4"],
+            run: |s| {
+                let none = !s.given("scheduler_metadata") && s.injection == Injection::Off;
+                fail_if(none, "musa.MLA-4")
+            },
+        },
+        Check {
+            name: "get_mla_decoding_metadata_impl",
+            sites: &[
+                "musa.MLA-5.device",
+                "musa.MLA-5.contiguous",
+                "musa.MLA-5.dtype",
+            ],
+            run: mla_metadata,
+        },
+        Check {
+            name: "MLA kernel inputs",
+            sites: &[
+                "musa.MLA-6.device",
+                "musa.MLA-6.dtype",
+                "musa.MLA-6.same-dtype",
+                "musa.MLA-6.seqlens-contiguous",
+                "musa.MLA-6.int32",
+                "musa.MLA-6.block-table-stride",
+                "musa.MLA-6.rank",
+                "musa.MLA-6.shape",
+                "musa.MLA-6.page-size",
+                "musa.MLA-7.same-dtype",
+                "musa.MLA-7.dtype",
+            ],
+            run: mla_kernel,
+        },
+        Check {
             name: "ignored arguments",
             sites: &[],
             run: mla_ignored,
         },
     ],
 };
+
+/// Whether the MLA metadata kernel runs (`is_inited` False) — `None` until conversion has passed.
+fn mla_is_inited(s: &MusaState) -> Option<bool> {
+    match s.injection {
+        Injection::Mla { is_inited } => Some(is_inited),
+        // A non-MLA backend injected a metadata tensor: `[1]` is a 0-dim tensor.
+        Injection::Recompute { .. } | Injection::Reuse => None,
+        Injection::Off => match s.arg("scheduler_metadata") {
+            PyValue::None => Some(false),
+            PyValue::Tuple(items) | PyValue::List(items) => match items.get(1) {
+                Some(PyValue::Bool(b)) => Some(*b),
+                _ => None,
+            },
+            _ => None,
+        },
+    }
+}
+
+/// tvm-ffi converts every argument before the body runs: non-optional tensors, then `bool is_inited`.
+fn mla_arguments(s: &mut MusaState) -> Result<(), Fail> {
+    fail_if(s.seqused_k.as_tensor().is_none(), "musa.MLA-2.seqlens_k")?;
+    fail_if(s.tensor("page_table").is_none(), "musa.MLA-2.block_table")?;
+    fail_if(mla_is_inited(s).is_none(), "musa.MLA-2.is_inited")
+}
+
+fn mla_metadata(s: &mut MusaState) -> Result<(), Fail> {
+    if mla_is_inited(s) != Some(false) {
+        return Ok(());
+    }
+    let seqlens = s.seqused_k.as_tensor().expect("converted");
+    fail_if(!is_musa(seqlens), "musa.MLA-5.device")?;
+    fail_if(!seqlens.is_contiguous(), "musa.MLA-5.contiguous")?;
+    if seqlens.dtype != Dtype::Int32 {
+        return Err(Fail::with(
+            "musa.MLA-5.dtype",
+            [seqlens.dtype.torch_name().to_string()],
+        ));
+    }
+    Ok(())
+}
+
+/// `mla_with_kvcache` (heads != 128) or `flash_mla_asm` (128 heads), as far as a call can reach:
+/// device, dtypes, int32 index tensors, block-table stride, page size.
+fn mla_kernel(s: &mut MusaState) -> Result<(), Fail> {
+    let qv = s.tensor("qv").expect("routed");
+    let asm = qv.size(-2) == Some(128);
+    let [latent, rope] = if asm {
+        ["q_nope", "q_pe"]
+    } else {
+        ["q_latent", "q_rope"]
+    };
+    let seqlens = s.seqused_k.as_tensor().expect("converted");
+    let page_table = s.tensor("page_table").expect("converted");
+    let (q, ckv, kpe) = (
+        s.tensor("q").expect("routed"),
+        s.tensor("v_cache").expect("K-2"),
+        s.tensor("k_cache").expect("K-1"),
+    );
+    let inputs = [
+        (latent, qv),
+        (rope, q),
+        ("ckv", ckv),
+        ("kpe", kpe),
+        ("seqlens_k", seqlens),
+        ("block_table", page_table),
+    ];
+    if let Some((name, _)) = inputs.iter().find(|(_, t)| !is_musa(t)) {
+        return Err(Fail::with(
+            "musa.MLA-6.device",
+            [name.to_string(), name.to_string()],
+        ));
+    }
+    let fp16_or_bf16 = matches!(qv.dtype, Dtype::Float16 | Dtype::Bfloat16);
+    let same_dtype = [q, ckv, kpe].iter().all(|t| t.dtype == qv.dtype);
+    let int32 = |name: &str, t: &TensorArg| -> Result<(), Fail> {
+        if t.dtype == Dtype::Int32 {
+            return Ok(());
+        }
+        let dtype = t.dtype.torch_name().to_string();
+        Err(Fail::with(
+            "musa.MLA-6.int32",
+            [name.to_string(), dtype, name.to_string()],
+        ))
+    };
+    let block_stride = page_table.stride_of(-1).unwrap_or(1);
+    if asm {
+        fail_if(!seqlens.is_contiguous(), "musa.MLA-6.seqlens-contiguous")?;
+        int32("seqlens_k", seqlens)?;
+        int32("block_table", page_table)?;
+        block_table_stride(block_stride)?;
+        fail_if(!same_dtype, "musa.MLA-7.same-dtype")?;
+        fail_if(!fp16_or_bf16, "musa.MLA-7.dtype")?;
+        return mla_shapes(s, true);
+    }
+    fail_if(!fp16_or_bf16, "musa.MLA-6.dtype")?;
+    fail_if(!same_dtype, "musa.MLA-6.same-dtype")?;
+    fail_if(!seqlens.is_contiguous(), "musa.MLA-6.seqlens-contiguous")?;
+    int32("seqlens_k", seqlens)?;
+    int32("block_table", page_table)?;
+    block_table_stride(block_stride)?;
+    mla_shapes(s, false)?;
+    let page_size = ckv.size(1).unwrap_or(0);
+    if page_size != 64 {
+        return Err(Fail::with("musa.MLA-6.page-size", [page_size.to_string()]));
+    }
+    Ok(())
+}
+
+/// The `expect_shape` checks of the MLA kernels on the tensors a call supplies (`flash_mla_asm`
+/// checks the caches with its fixed page size 64; q/qv head-count checks of the asm path are not
+/// modelled).
+fn mla_shapes(s: &MusaState, asm: bool) -> Result<(), Fail> {
+    let qv = s.tensor("qv").expect("routed");
+    let q = s.tensor("q").expect("routed");
+    let ckv = s.tensor("v_cache").expect("K-2");
+    let kpe = s.tensor("k_cache").expect("K-1");
+    let seqlens = s.seqused_k.as_tensor().expect("converted");
+    let block_table = s.tensor("page_table").expect("converted");
+    let cu = s.tensor("cu_seqlens_q");
+    let size = |t: &TensorArg, d: isize| t.size(d).unwrap_or(0) as i64;
+    let batch = cu.map_or(size(qv, 0), |c| size(c, 0) - 1);
+    let heads = size(qv, -2);
+    let (blocks, page) = (size(ckv, 0), if asm { 64 } else { size(ckv, 1) });
+    let cache = |d: i64| -> Vec<i64> {
+        if ckv.ndim() == 3 {
+            vec![blocks, page, d]
+        } else {
+            vec![blocks, page, 1, d]
+        }
+    };
+    let mut expected: Vec<(&str, &TensorArg, Vec<i64>)> = Vec::new();
+    if !asm {
+        let rows = match cu {
+            None => vec![batch, size(qv, 1)],
+            Some(_) => vec![size(qv, 0)],
+        };
+        let with = |d: i64| rows.iter().copied().chain([heads, d]).collect::<Vec<_>>();
+        expected.push(("q_latent", qv, with(512)));
+        expected.push(("q_rope", q, with(64)));
+        if let Some(cu) = cu {
+            expected.push(("cu_seqlens_q", cu, vec![batch + 1]));
+        }
+    }
+    expected.push(("ckv", ckv, cache(512)));
+    expected.push(("kpe", kpe, cache(64)));
+    expected.push(("seqlens_k", seqlens, vec![batch]));
+    expected.push((
+        "block_table",
+        block_table,
+        vec![batch, size(block_table, 1)],
+    ));
+    for (name, t, dims) in expected {
+        if t.ndim() != dims.len() {
+            return Err(Fail::with(
+                "musa.MLA-6.rank",
+                [
+                    t.ndim().to_string(),
+                    dims.len().to_string(),
+                    name.to_string(),
+                ],
+            ));
+        }
+        if let Some((dim, (&got, &want))) = t
+            .shape
+            .iter()
+            .zip(&dims)
+            .enumerate()
+            .find(|(_, (got, want))| **got as i64 != **want)
+        {
+            return Err(Fail::with(
+                "musa.MLA-6.shape",
+                [
+                    got.to_string(),
+                    want.to_string(),
+                    name.to_string(),
+                    dim.to_string(),
+                ],
+            ));
+        }
+    }
+    Ok(())
+}
+
+fn block_table_stride(stride: usize) -> Result<(), Fail> {
+    if stride == 1 {
+        Ok(())
+    } else {
+        Err(Fail::with(
+            "musa.MLA-6.block-table-stride",
+            [stride.to_string()],
+        ))
+    }
+}
 
 /// The argument expressions of the `_fmha_fwd(...)` call (mha_interface.py L946–L988).
 pub static FMHA_CALL: Layer<MusaState> = Layer {

@@ -447,6 +447,154 @@ pub static SITES: &[Site] = &[
         "MLA-shaped varlen call (cu_seqlens_q given) without max_seqlen_q: `max_seqlen_q.value()` on an empty Optional",
         "Fix: pass max_seqlen_q with cu_seqlens_q."
     ),
+    site!(
+        "musa.MLA-2.is_inited",
+        MLA,
+        TypeError,
+        "Mismatched type on argument #13",
+        mha!("L929-L944"),
+        "MLA-shaped call with a scheduler_metadata that is not a (workspace, bool) pair: `scheduler_metadata[1]` \
+         is passed for the C++ `bool is_inited` (tvm-ffi argument conversion; message continues with the signature, \
+         not modelled; UNVERIFIED, not executed)",
+        "Fix: for MLA pass scheduler_metadata=(workspace uint8 tensor, is_inited bool), or None under SGLang injection."
+    ),
+    site!(
+        "musa.MLA-4",
+        MLA,
+        RuntimeError,
+        "Check failed: (workspace.has_value()) is false: workspace must be provided",
+        mate!("csrc/mla_pybind.mu", "L874"),
+        "MLA-shaped call without scheduler_metadata and no MLA injection (workspace = None)",
+        "mate's MLA decode needs the (workspace, is_inited) pair SGLang's MLA backend injects. Fix: pass \
+         scheduler_metadata=(torch.empty(128 << 20, dtype=torch.uint8, device='musa'), False)."
+    ),
+    site!(
+        "musa.MLA-5.device",
+        MLA,
+        RuntimeError,
+        "Check failed: (seqlens_k.value().device().device_type == kDLExtDev) is false: seqlens_k.value() must be a MUSA tensor",
+        mate!("csrc/mla_pybind.mu", "L731-L734"),
+        "MLA metadata recomputed (is_inited False) and cache_seqlens is not on a MUSA device",
+        "Fix: cache_seqlens on the MUSA device."
+    ),
+    site!(
+        "musa.MLA-5.contiguous",
+        MLA,
+        RuntimeError,
+        "Check failed: (seqlens_k.value().IsContiguous()) is false: seqlens_k.value() must be contiguous",
+        mate!("csrc/mla_pybind.mu", "L731-L734"),
+        "MLA metadata recomputed and cache_seqlens is not contiguous",
+        "Fix: `.contiguous()`."
+    ),
+    site!(
+        "musa.MLA-5.dtype",
+        MLA,
+        RuntimeError,
+        "Check failed: seqlens_k.value().dtype() == dl_int32 ({} vs. int32) : Inconsistency of Tensor type: seqlens_k.value()",
+        mate!("csrc/mla_pybind.mu", "L731-L734"),
+        "MLA metadata recomputed and cache_seqlens is not int32 (an int cache_seqlens was expanded to int32)",
+        "Fix: `.to(torch.int32)`."
+    ),
+    site!(
+        "musa.MLA-6.device",
+        MLA,
+        RuntimeError,
+        "Check failed: ({}.device().device_type == kDLExtDev) is false: {} must be a MUSA tensor",
+        mate!("csrc/mla_pybind.mu", "L325-L332"),
+        "an MLA kernel input (qv, q, v_cache, k_cache, cache_seqlens, page_table as q_latent/q_nope, q_rope/q_pe, ckv, \
+         kpe, seqlens_k, block_table) is not on a MUSA device (mla_with_kvcache; flash_mla_asm.mu L489-L496 for 128 heads)",
+        "Fix: every MLA input on the MUSA device."
+    ),
+    site!(
+        "musa.MLA-6.dtype",
+        MLA,
+        RuntimeError,
+        "Check failed: (is_bf16_or_fp16_dtype(q_type)) is false: mla only supports fp16 and bf16",
+        mate!("csrc/mla_pybind.mu", "L346"),
+        "mla_with_kvcache (heads != 128): qv is not float16/bfloat16",
+        "Fix: fp16/bf16 MLA inputs."
+    ),
+    site!(
+        "musa.MLA-6.same-dtype",
+        MLA,
+        RuntimeError,
+        "Check failed: (dtype_equal(q_rope.dtype(), q_type) && dtype_equal(ckv.dtype(), q_type) && dtype_equal(kpe.dtype(), q_type)) is false: input tensor dtypes must match",
+        mate!("csrc/mla_pybind.mu", "L347-L349"),
+        "mla_with_kvcache: q, v_cache or k_cache dtype differs from qv's",
+        "Fix: one dtype for all MLA inputs."
+    ),
+    site!(
+        "musa.MLA-6.seqlens-contiguous",
+        MLA,
+        RuntimeError,
+        "Check failed: (seqlens_k.IsContiguous()) is false: seqlens_k must be contiguous",
+        mate!("csrc/mla_pybind.mu", "L351"),
+        "MLA kernel with reused metadata (is_inited) and a non-contiguous cache_seqlens",
+        "Fix: `.contiguous()`."
+    ),
+    site!(
+        "musa.MLA-6.int32",
+        MLA,
+        RuntimeError,
+        "Check failed: {}.dtype() == dl_int32 ({} vs. int32) : Inconsistency of Tensor type: {}",
+        mate!("csrc/mla_pybind.mu", "L354-L355"),
+        "MLA kernel: cache_seqlens (seqlens_k, with reused metadata) or page_table (block_table) is not int32",
+        "Fix: `.to(torch.int32)`."
+    ),
+    site!(
+        "musa.MLA-6.block-table-stride",
+        MLA,
+        RuntimeError,
+        "Check failed: block_table.stride(-1) == 1 ({} vs. 1) : block_table must have contiguous last dimension",
+        mate!("csrc/mla_pybind.mu", "L358"),
+        "MLA kernel: page_table.stride(-1) != 1",
+        "Fix: `.contiguous()`."
+    ),
+    site!(
+        "musa.MLA-6.rank",
+        MLA,
+        RuntimeError,
+        "Check failed: tensor.ndim() == static_cast<int32_t>(expected.size()) ({} vs. {}) : {} has unexpected rank",
+        mate!("csrc/tvm_ffi_utils.hpp", "L77-L84"),
+        "an MLA kernel input has the wrong rank (expect_shape; mla_with_kvcache L375-L392, flash_mla_asm L575-L597)",
+        "Fix: q/qv 4-D (batch, seqlen, heads, d) or 3-D with cu_seqlens_q; caches (pages, 64, 1, d); cache_seqlens (batch,)."
+    ),
+    site!(
+        "musa.MLA-6.shape",
+        MLA,
+        RuntimeError,
+        "Check failed: tensor.size(dim) == value ({} vs. {}) : {} has unexpected shape at dim {}",
+        mate!("csrc/tvm_ffi_utils.hpp", "L77-L84"),
+        "an MLA kernel input has a wrong size (expect_shape), e.g. an int cache_seqlens expanded to the page count",
+        "Fix: cache_seqlens (batch,), page_table (batch, pages), caches (pages, 64, 1, 512/64), q heads equal to qv heads."
+    ),
+    site!(
+        "musa.MLA-6.page-size",
+        MLA,
+        RuntimeError,
+        "Check failed: page_size == 64 ({} vs. 64) : page size only supports 64",
+        mate!("csrc/mla_pybind.mu", "L404"),
+        "mla_with_kvcache: the paged cache's page size (v_cache.shape[1]) is not 64",
+        "mate's MLA kernel supports page size 64 only. Fix: allocate the MLA KV pool with page_size=64."
+    ),
+    site!(
+        "musa.MLA-7.same-dtype",
+        MLA,
+        RuntimeError,
+        "Check failed: (dtype_equal(q_nope.dtype(), q_pe.dtype()) && dtype_equal(q_nope.dtype(), ckv.dtype()) && dtype_equal(q_nope.dtype(), kpe.dtype())) is false: q_nope, q_pe, ckv and kpe must have the same dtype",
+        mate!("csrc/flash_mla_asm.mu", "L539-L541"),
+        "flash_mla_asm (128 heads): q, v_cache or k_cache dtype differs from qv's",
+        "Fix: one dtype for all MLA inputs."
+    ),
+    site!(
+        "musa.MLA-7.dtype",
+        MLA,
+        RuntimeError,
+        "Check failed: (is_bf16_or_fp16_dtype(q_nope.dtype())) is false: flash_mla_asm only supports fp16 and bf16",
+        mate!("csrc/flash_mla_asm.mu", "L542"),
+        "flash_mla_asm (128 heads): MLA inputs are not float16/bfloat16",
+        "Fix: fp16/bf16 MLA inputs."
+    ),
     // ---- _fmha_fwd -----------------------------------------------------------------------------
     site!(
         "musa.F-1",
