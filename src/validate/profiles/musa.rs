@@ -174,9 +174,13 @@ impl Profile for MusaProfile {
         let args = match signature::bind(&signature::SGLANG_MUSA, call) {
             Ok(args) => args,
             Err(message) => {
+                let detail = message
+                    .strip_prefix("flash_attn_with_kvcache() ")
+                    .unwrap_or(&message)
+                    .to_string();
                 return Verdict {
                     profile: self.name(),
-                    outcome: Outcome::Rejected(reject(Fail::with(BIND_SITE, [message]))),
+                    outcome: Outcome::Rejected(reject(Fail::with(BIND_SITE, [detail]))),
                     hazards: Vec::new(),
                 };
             }

@@ -78,7 +78,7 @@ pub static SITES: &[Site] = &[
         "musa.W-0",
         WRAPPER,
         TypeError,
-        "{}",
+        "flash_attn_with_kvcache() {}",
         sgl!("L122-L157"),
         "the call does not bind to the wrapper's 34-parameter signature (CPython's argument binding)",
         "Causes: an FA3-only keyword (`s_aux`, `cp_world_size`) or a misspelt one; too many positional \
