@@ -209,6 +209,7 @@ fn describe_value(v: &PyValue) -> String {
             let inner: Vec<String> = items.iter().map(describe_value).collect();
             match v {
                 PyValue::List(_) => format!("[{}]", inner.join(", ")),
+                _ if inner.len() == 1 => format!("({},)", inner[0]),
                 _ => format!("({})", inner.join(", ")),
             }
         }

@@ -76,14 +76,56 @@ impl HazardLog for MusaState {
     }
 }
 
+/// The position of a wrapper parameter in [`signature::SGLANG_MUSA`]: a `match` instead of a search
+/// of the parameter list, because checks read arguments on the hot path.
+fn param_index(name: &str) -> usize {
+    match name {
+        "q" => 0,
+        "k_cache" => 1,
+        "v_cache" => 2,
+        "k" => 3,
+        "v" => 4,
+        "qv" => 5,
+        "rotary_cos" => 6,
+        "rotary_sin" => 7,
+        "cache_seqlens" => 8,
+        "cache_batch_idx" => 9,
+        "cache_leftpad" => 10,
+        "page_table" => 11,
+        "cu_seqlens_q" => 12,
+        "cu_seqlens_k_new" => 13,
+        "max_seqlen_q" => 14,
+        "rotary_seqlens" => 15,
+        "q_descale" => 16,
+        "k_descale" => 17,
+        "v_descale" => 18,
+        "softmax_scale" => 19,
+        "causal" => 20,
+        "window_size" => 21,
+        "attention_chunk" => 22,
+        "softcap" => 23,
+        "rotary_interleaved" => 24,
+        "scheduler_metadata" => 25,
+        "num_splits" => 26,
+        "pack_gqa" => 27,
+        "sm_margin" => 28,
+        "return_softmax_lse" => 29,
+        "sinks" => 30,
+        "score_mod" => 31,
+        "aux_tensors" => 32,
+        "ver" => 33,
+        other => panic!("the SGLang MUSA wrapper has no parameter {other}"),
+    }
+}
+
 impl MusaState {
     /// The effective value of a wrapper parameter (SGLang's names).
     pub(super) fn arg(&self, name: &str) -> &PyValue {
-        self.args.get(name)
+        self.args.params[param_index(name)].value()
     }
 
     pub(super) fn tensor(&self, name: &str) -> Option<&TensorArg> {
-        self.args.tensor(name)
+        self.arg(name).as_tensor()
     }
 
     pub(super) fn given(&self, name: &str) -> bool {
@@ -266,5 +308,17 @@ fn resolved(s: &MusaState) -> Resolved {
             LseLayout::BatchHeadSeq
         },
         mla_decode: false,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn parameter_positions_match_the_signature() {
+        for (i, (name, _)) in signature::SGLANG_MUSA.params.iter().enumerate() {
+            assert_eq!(param_index(name), i, "{name}");
+        }
     }
 }

@@ -1007,13 +1007,13 @@ fn policy_and_mask(s: &mut MusaState) -> Result<(), Fail> {
     s.num_splits = s.arg("num_splits").as_int().unwrap_or(0);
     s.has_metadata = metadata_present;
     if s.given("sinks") {
-        if metadata_present || s.num_splits != 0 {
-            let what = if metadata_present {
-                "scheduler_metadata dropped"
-            } else {
-                "num_splits overridden"
-            };
-            s.hazard("H-MUSA-SINKS-DISABLE-SPLITS", &[what]);
+        let discarded = match (metadata_present, s.num_splits) {
+            (true, _) => Some("the scheduler_metadata".to_string()),
+            (false, 0) => None,
+            (false, n) => Some(format!("num_splits={n}")),
+        };
+        if let Some(what) = discarded {
+            s.hazard("H-MUSA-SINKS-DISABLE-SPLITS", &[&what]);
         }
         s.num_splits = -1;
         s.has_metadata = false;

@@ -1277,7 +1277,7 @@ pub static HAZARDS: &[HazardDef] = &[
     hazard!(
         "H-MUSA-SINKS-DISABLE-SPLITS",
         Warning,
-        "sinks force num_splits=-1 and drop scheduler_metadata ({}): one split, no combine",
+        "sinks make mate discard {}: the kernel runs one split and no combine",
         fwd!("L687-L690"),
         "§6.5, §8.14: a FIXME in mate disables splitting with learnable_sink; metadata given or injected is discarded."
     ),
