@@ -14,7 +14,9 @@ use crate::call::{
     BoundArgs, Device, Dtype, KvCacheCall, PyValue, SglangBackend, TensorArg, signature,
 };
 use crate::validate::engine::{Fail, HazardLog, Layer, reject, run_layers, sites_of};
-use crate::validate::{Hazard, LseLayout, Outcome, Profile, Rejection, Resolved, Verdict};
+use crate::validate::{
+    Exception, Hazard, LseLayout, Outcome, Profile, Rejection, Resolved, Verdict,
+};
 
 /// What the wrapper's metadata injection decided (musa-fa3.md §4).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -246,7 +248,12 @@ impl Profile for MusaProfile {
         };
         let outcome = match Self::run(&mut state) {
             Ok(()) => Outcome::Accepted(Box::new(resolved(&state))),
-            Err(rejection) => Outcome::Rejected(rejection),
+            Err(rejection) => {
+                if rejection.exception == Exception::AssertionError {
+                    state.hazard("H-MUSA-ASSERTION-ERROR", &[]);
+                }
+                Outcome::Rejected(rejection)
+            }
         };
         Verdict {
             profile: self.name(),

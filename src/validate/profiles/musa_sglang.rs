@@ -158,6 +158,10 @@ fn inject(s: &mut MusaState) -> Result<(), Fail> {
         Injection::Reuse => "reused from an earlier layer",
         Injection::Mla { .. } | Injection::Off => "",
     };
+    let splits = s.arg("num_splits").as_int().unwrap_or(0);
+    if matches!(s.injection, Injection::Recompute { .. }) && batch > 31 && splits != 1 {
+        s.hazard("H-MUSA-METADATA-SPLIT-RACE", &[&batch.to_string()]);
+    }
     if let Injection::Mla { is_inited } = s.injection {
         s.hazard("H-MUSA-MLA-TUPLE-METADATA", &[&py_bool(is_inited)]);
     } else {

@@ -186,7 +186,7 @@ pub static SITES: &[Site] = &[
         METADATA,
         TypeError,
         SUBSCRIPT,
-        mha!("L1023-L1047"),
+        mha!("L1039-L1040"),
         "injection recomputes and `window_size` is not a tuple/list/None (`window_size[0]` in the call of _fmha_get_metadata)",
         "Fix: window_size is a pair (left, right); (-1, -1) for no window."
     ),
@@ -195,7 +195,7 @@ pub static SITES: &[Site] = &[
         METADATA,
         IndexError,
         SEQ_INDEX,
-        mha!("L1023-L1047"),
+        mha!("L1039-L1040"),
         "injection recomputes and `window_size` has fewer than 2 elements",
         "Fix: window_size is a pair (left, right)."
     ),
@@ -395,7 +395,7 @@ pub static SITES: &[Site] = &[
         MHA,
         TypeError,
         SUBSCRIPT,
-        mha!("L946-L988"),
+        mha!("L972-L973"),
         "`window_size` is not a tuple/list/None (`window_size[0]` in the call of _fmha_fwd)",
         "Fix: window_size is a pair (left, right)."
     ),
@@ -404,7 +404,7 @@ pub static SITES: &[Site] = &[
         MHA,
         IndexError,
         SEQ_INDEX,
-        mha!("L946-L988"),
+        mha!("L972-L973"),
         "`window_size` has fewer than 2 elements",
         "Fix: window_size is a pair (left, right)."
     ),
@@ -414,7 +414,7 @@ pub static SITES: &[Site] = &[
         MLA,
         IndexError,
         TUPLE_INDEX,
-        mha!("L921-L923"),
+        mha!("L924"),
         "MLA-shaped call (qv last dim 512, q last dim 64) with a 1-D qv (`qv.shape[-2]`)",
         "Fix: qv is (batch, seqlen, heads, 512) or (total_q, heads, 512)."
     ),
@@ -664,7 +664,7 @@ pub static SITES: &[Site] = &[
         FWD,
         AssertionError,
         "",
-        fwd!("L500"),
+        fwd!("L501"),
         "cu_seqlens_q given and max_seqlen_q is None",
         "Fix: pass max_seqlen_q (the longest query) with cu_seqlens_q."
     ),
@@ -673,7 +673,7 @@ pub static SITES: &[Site] = &[
         FWD,
         AttributeError,
         ATTR,
-        fwd!("L501"),
+        fwd!("L502"),
         "cu_seqlens_q is not a tensor: `cu_seqlens_q.shape[0]`",
         "Fix: cu_seqlens_q is an int32 tensor."
     ),
@@ -682,7 +682,7 @@ pub static SITES: &[Site] = &[
         FWD,
         IndexError,
         TUPLE_INDEX,
-        fwd!("L501"),
+        fwd!("L502"),
         "cu_seqlens_q is a 0-dim tensor",
         "Fix: cu_seqlens_q is 1-D (batch+1,)."
     ),
@@ -783,7 +783,7 @@ pub static SITES: &[Site] = &[
         FWD,
         AssertionError,
         "page_table must be int32",
-        fwd!("L569"),
+        fwd!("L570"),
         "page_table is not int32",
         "Fix: `.to(torch.int32)`."
     ),
@@ -792,7 +792,7 @@ pub static SITES: &[Site] = &[
         FWD,
         AssertionError,
         "page_table must be contiguous",
-        fwd!("L570"),
+        fwd!("L571"),
         "page_table.stride(-1) != 1",
         "Upstream copies; mate rejects. Fix: `.contiguous()`."
     ),
@@ -900,7 +900,7 @@ pub static SITES: &[Site] = &[
         FWD,
         AssertionError,
         "",
-        fwd!("L601-L605"),
+        fwd!("L601-L604"),
         "k_cache shape is not (batch_k, seqlen_k, h_k, d) / (num_pages, page_size, h_k, d); d is q's head dim",
         "Causes: q/k head dims differ, a 5-D cache. Fix: match q's head dim."
     ),
@@ -909,7 +909,7 @@ pub static SITES: &[Site] = &[
         FWD,
         AssertionError,
         "",
-        fwd!("L602-L606"),
+        fwd!("L602-L605"),
         "v_cache shape differs from k_cache's (except its head dim)",
         "Fix: v_cache like k_cache."
     ),
@@ -1080,7 +1080,7 @@ pub static SITES: &[Site] = &[
         FWD,
         AttributeError,
         ATTR,
-        fwd!("L678-L680"),
+        fwd!("L679"),
         "rotary_seqlens (with rotary_cos) is not a tensor (`.dtype`)",
         "Fix: an int32 tensor (batch,)."
     ),
@@ -1174,7 +1174,7 @@ pub static SITES: &[Site] = &[
         CONFIG,
         TypeError,
         "unhashable type: '{}'",
-        mate!("mate/jit/attention/fmha/fmha_utils.py", "L152-L193"),
+        mate!("mate/jit/attention/fmha/fmha_utils.py", "L144-L151"),
         "pack_gqa is unhashable (e.g. a list): _get_fwd_kernel_config is lru_cached",
         "Fix: pack_gqa is None, True or False."
     ),
@@ -1183,7 +1183,7 @@ pub static SITES: &[Site] = &[
         CONFIG,
         AssertionError,
         ADD_CONFIG,
-        mate!("mate/jit/attention/fmha/fmha_utils.py", "L152-L193"),
+        mate!("mate/jit/attention/fmha/fmha_utils.py", "L145-L193"),
         "the rounded (head_dim, head_dim_v) pair is not one of 64-64, 128-128, 192-128, 192-192, 256-256, 384-384, 512-512",
         "Cause: e.g. q/k dim 64 with v dim 128 (DeepSeek-style dv != d). Message shows rounded dims. Fix: supported pairs only."
     ),
@@ -1420,6 +1420,20 @@ pub static HAZARDS: &[HazardDef] = &[
         "the forward kernel already appended k/v into the cache when this error is raised",
         mate!("mate/jit/attention/fmha/fmha_combine.py", "L61-L70"),
         "§8.5: B-5 fires after the kernel."
+    ),
+    hazard!(
+        "H-MUSA-ASSERTION-ERROR",
+        Info,
+        "mate raises AssertionError where upstream FA3 raises RuntimeError; `except RuntimeError` misses it and `python -O` removes the check",
+        fwd!("L481-L768"),
+        "§8.9, §8.10: mate validates with Python asserts."
+    ),
+    hazard!(
+        "H-MUSA-METADATA-SPLIT-RACE",
+        Info,
+        "metadata for {} sequences (> 31) is computed with splitting on; the split-reduction loop's unsynchronised flags may vary split counts between runs",
+        mate!("include/mate/attention/fmha/metadata.hpp", "L365-L369"),
+        "§6.8 step 3c, §8.25 (UNVERIFIED whether it manifests)."
     ),
     hazard!(
         "H-MUSA-NUM-SPLITS-UNCLAMPED",
