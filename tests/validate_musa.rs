@@ -438,3 +438,47 @@ fn mla_shaped_calls_take_the_mla_branch() {
         "musa.F-1: AssertionError: qv parameter is not supported yet"
     );
 }
+
+/// Values of every kind, including the extremes Python ints and torch shapes allow.
+fn odd_values() -> Vec<PyValue> {
+    vec![
+        PyValue::None,
+        PyValue::Bool(true),
+        PyValue::Int(-1),
+        PyValue::Int(i64::MAX),
+        PyValue::Int(i64::MIN),
+        PyValue::Float(f64::NAN),
+        PyValue::Str("3".into()),
+        PyValue::List(vec![]),
+        PyValue::Tuple(vec![PyValue::None, PyValue::Str("x".into())]),
+        PyValue::Object("dict".into()),
+        int32(&[]),
+        bf16(&[0]),
+        bf16(&[usize::MAX / 2, 2]),
+        tensor(Dtype::Int64, &[3, 5]),
+    ]
+}
+
+#[test]
+fn odd_arguments_never_panic_and_fill_every_template() {
+    let bases = [decode(), fixed(), {
+        let mut c = decode();
+        c.context = backend(0);
+        c
+    }];
+    for base in &bases {
+        for (name, _) in fa3conform::call::signature::SGLANG_MUSA.params {
+            for value in odd_values() {
+                let mut call = base.clone();
+                call.set(name, value);
+                let v = verdict(&call);
+                if let Some(r) = v.rejection() {
+                    assert!(!r.message.contains("{}"), "{name}: {r}");
+                }
+                for h in &v.hazards {
+                    assert!(!h.message.contains("{}"), "{name}: {}", h.message);
+                }
+            }
+        }
+    }
+}

@@ -232,7 +232,13 @@ impl Profile for MusaProfile {
         let mut state = MusaState {
             seqused_k: args.get("cache_seqlens").clone(),
             args,
-            backend: call.context.sglang_backend.clone(),
+            // Only a backend that has recorded a layer can inject; others are not copied.
+            backend: call
+                .context
+                .sglang_backend
+                .as_ref()
+                .filter(|b| b.layer.is_some())
+                .cloned(),
             hazards: Vec::new(),
             injection: Injection::Off,
             softmax_scale: f64::NAN,

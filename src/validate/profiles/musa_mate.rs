@@ -248,7 +248,7 @@ fn mla_shapes(s: &MusaState, asm: bool) -> Result<(), Fail> {
     let seqlens = s.seqused_k.as_tensor().expect("converted");
     let block_table = s.tensor("page_table").expect("converted");
     let cu = s.tensor("cu_seqlens_q");
-    let size = |t: &TensorArg, d: isize| t.size(d).unwrap_or(0) as i64;
+    let size = |t: &TensorArg, d: isize| py::int(t.size(d).unwrap_or(0));
     let batch = cu.map_or(size(qv, 0), |c| size(c, 0) - 1);
     let heads = size(qv, -2);
     let (blocks, page) = (size(ckv, 0), if asm { 64 } else { size(ckv, 1) });
@@ -296,7 +296,7 @@ fn mla_shapes(s: &MusaState, asm: bool) -> Result<(), Fail> {
             .iter()
             .zip(&dims)
             .enumerate()
-            .find(|(_, (got, want))| **got as i64 != **want)
+            .find(|(_, (got, want))| py::int(**got) != **want)
         {
             return Err(Fail::with(
                 "musa.MLA-6.shape",
@@ -563,7 +563,7 @@ pub static COMBINE: Layer<MusaState> = Layer {
 };
 
 fn shape_is(t: &TensorArg, expected: &[i64]) -> bool {
-    t.ndim() == expected.len() && t.shape.iter().zip(expected).all(|(&a, &b)| a as i64 == b)
+    t.ndim() == expected.len() && t.shape.iter().zip(expected).all(|(&a, &b)| py::int(a) == b)
 }
 
 /// `assert x.stride(-1) == 1, "<name> must have contiguous last dimension"` (K-1, K-2).
@@ -731,34 +731,34 @@ fn f4_f7_sizes(s: &mut MusaState) -> Result<(), Fail> {
     let k = s.tensor("k_cache").expect("K-1 checked k_cache");
     let v = s.tensor("v_cache").expect("K-2 checked v_cache");
     let mut d = FwdDims {
-        num_head: q.shape[q.ndim() - 2] as i64,
-        head_dim: q.shape[q.ndim() - 1] as i64,
-        num_head_kv: py::shape_at(k, -2, "musa.F-4.index")? as i64,
-        head_dim_v: v.shape[v.ndim() - 1] as i64,
+        num_head: py::int(q.shape[q.ndim() - 2]),
+        head_dim: py::int(q.shape[q.ndim() - 1]),
+        num_head_kv: py::int(py::shape_at(k, -2, "musa.F-4.index")?),
+        head_dim_v: py::int(v.shape[v.ndim() - 1]),
         ..FwdDims::default()
     };
     if s.given("cu_seqlens_q") {
         fail_if(!s.given("max_seqlen_q"), "musa.F-5")?;
         let cu = py::tensor(s.arg("cu_seqlens_q"), "shape", "musa.F-5.attr")?;
-        d.batch_size = py::shape_at(cu, 0, "musa.F-5.index")? as i64 - 1;
+        d.batch_size = py::int(py::shape_at(cu, 0, "musa.F-5.index")?) - 1;
         d.seqlen_q = s.arg("max_seqlen_q").as_number().unwrap_or(0.0) as i64;
-        d.total_q = q.shape[0] as i64;
+        d.total_q = py::int(q.shape[0]);
     } else {
-        d.batch_size = q.shape[0] as i64;
-        d.seqlen_q = q.shape[1] as i64;
-        d.total_q = d.batch_size * d.seqlen_q;
+        d.batch_size = py::int(q.shape[0]);
+        d.seqlen_q = py::int(q.shape[1]);
+        d.total_q = d.batch_size.saturating_mul(d.seqlen_q);
     }
     if s.given("page_table") {
         let pt = py::tensor(s.arg("page_table"), "shape", "musa.F-6.attr")?;
         d.paged = true;
-        d.pages_per_seq = py::shape_at(pt, 1, "musa.F-6.index")? as i64;
-        d.page_size = k.shape[1] as i64;
-        d.seqlen_k = d.pages_per_seq * d.page_size;
-        d.batch_size_k = pt.shape[0] as i64;
+        d.pages_per_seq = py::int(py::shape_at(pt, 1, "musa.F-6.index")?);
+        d.page_size = py::int(k.shape[1]);
+        d.seqlen_k = d.pages_per_seq.saturating_mul(d.page_size);
+        d.batch_size_k = py::int(pt.shape[0]);
     } else {
         d.page_size = 1;
-        d.seqlen_k = py::shape_at(k, -3, "musa.F-6.index")? as i64;
-        d.batch_size_k = k.shape[0] as i64;
+        d.seqlen_k = py::int(py::shape_at(k, -3, "musa.F-6.index")?);
+        d.batch_size_k = py::int(k.shape[0]);
     }
     s.dims = d;
     Ok(())
@@ -898,7 +898,7 @@ fn f18_cache_shapes(s: &mut MusaState) -> Result<(), Fail> {
     let k = s.tensor("k_cache").expect("K-1 checked k_cache");
     let v = s.tensor("v_cache").expect("K-2 checked v_cache");
     let (rows, seq) = if d.paged {
-        (k.shape[0] as i64, d.page_size)
+        (py::int(k.shape[0]), d.page_size)
     } else {
         (d.batch_size_k, d.seqlen_k)
     };
@@ -927,7 +927,7 @@ fn f23_f26_new_kv(s: &mut MusaState) -> Result<(), Fail> {
     let d = s.dims;
     match s.tensor("cu_seqlens_k_new") {
         None => {
-            let seqlen_new = py::shape_at(k, 1, "musa.F-23.index")? as i64;
+            let seqlen_new = py::int(py::shape_at(k, 1, "musa.F-23.index")?);
             let rows = [d.batch_size, seqlen_new, d.num_head_kv];
             fail_if(
                 !shape_is(k, &[rows[0], rows[1], rows[2], d.head_dim]),
@@ -939,7 +939,7 @@ fn f23_f26_new_kv(s: &mut MusaState) -> Result<(), Fail> {
             )?;
         }
         Some(cu) => {
-            let total = k.shape[0] as i64;
+            let total = py::int(k.shape[0]);
             fail_if(
                 !shape_is(k, &[total, d.num_head_kv, d.head_dim]),
                 "musa.F-24.k",
@@ -968,11 +968,11 @@ fn f27_f34_rotary(s: &mut MusaState) -> Result<(), Fail> {
     let sin = s.tensor("rotary_sin");
     fail_if(sin.is_none(), "musa.F-28")?;
     let sin = sin.expect("checked");
-    let rotary_dim = py::shape_at(cos, 1, "musa.F-29.index")? as i64 * 2;
+    let rotary_dim = py::int(py::shape_at(cos, 1, "musa.F-29.index")?).saturating_mul(2);
     let d = s.dims;
     fail_if(rotary_dim > d.head_dim, "musa.F-29")?;
     fail_if(rotary_dim % 16 != 0, "musa.F-30")?;
-    let seqlen_ro = cos.shape[0] as i64;
+    let seqlen_ro = py::int(cos.shape[0]);
     fail_if(d.paged && seqlen_ro < d.seqlen_k, "musa.F-31")?;
     let q = dtype(s, "q");
     fail_if(Some(cos.dtype) != q || Some(sin.dtype) != q, "musa.F-32")?;
@@ -1093,11 +1093,11 @@ fn f41_metadata(s: &mut MusaState) -> Result<(), Fail> {
     if !s.has_metadata {
         return Ok(());
     }
-    let needed = s.dims.batch_size * 4;
+    let needed = s.dims.batch_size.saturating_mul(4);
     match s.injection {
         Injection::Off => {
             let t = py::tensor(s.arg("scheduler_metadata"), "shape", "musa.F-41.attr")?;
-            let len = py::shape_at(t, 0, "musa.F-41.index")? as i64;
+            let len = py::int(py::shape_at(t, 0, "musa.F-41.index")?);
             fail_if(len < needed, "musa.F-41")?;
             s.hazard("H-MUSA-METADATA-UNCHECKED", &[]);
         }
@@ -1107,7 +1107,7 @@ fn f41_metadata(s: &mut MusaState) -> Result<(), Fail> {
                 ["tuple".to_string(), "shape".to_string()],
             ));
         }
-        Injection::Recompute { batch } => fail_if(batch * 4 < needed, "musa.F-41")?,
+        Injection::Recompute { batch } => fail_if(batch.saturating_mul(4) < needed, "musa.F-41")?,
         Injection::Reuse => {}
     }
     if s.injection != Injection::Off {
@@ -1146,9 +1146,14 @@ fn c2_kernel_config(s: &mut MusaState) -> Result<(), Fail> {
         v => Some(v.truthy().unwrap_or(true)),
     };
     let (hd, hdv) = (d.head_dim as usize, d.head_dim_v as usize);
-    let config =
-        musa_config::kernel_config(d.seqlen_q, d.num_head / d.num_head_kv, hd, hdv, pack_gqa)
-            .map_err(|(a, b)| Fail::with("musa.C-2", [a.to_string(), b.to_string()]))?;
+    let config = musa_config::kernel_config(
+        d.seqlen_q,
+        d.num_head.checked_div(d.num_head_kv).unwrap_or(0),
+        hd,
+        hdv,
+        pack_gqa,
+    )
+    .map_err(|(a, b)| Fail::with("musa.C-2", [a.to_string(), b.to_string()]))?;
     let over = [hd, hdv].into_iter().find(|&x| x > 512);
     if let Some(dim) = over {
         s.hazard("H-MUSA-HEADDIM-OVER-512", &[&dim.to_string()]);

@@ -140,7 +140,7 @@ fn inject(s: &mut MusaState) -> Result<(), Fail> {
         py::shape_at(t, 1, "musa.W-2.k_cache.index")?;
     }
     let cu = py::tensor(s.arg("cu_seqlens_q"), "shape", "musa.W-2.cu_seqlens_q.attr")?;
-    let batch = py::shape_at(cu, -1, "musa.W-2.cu_seqlens_q.index")? as i64 - 1;
+    let batch = py::int(py::shape_at(cu, -1, "musa.W-2.cu_seqlens_q.index")?) - 1;
     let b = backend(s);
     let layer_id = i64::from(b.layer.as_ref().expect("active injection").layer_id);
     let update = layer_id <= start_layer_id(b)? || force_update(b.force_update_metadata.as_deref());
@@ -215,14 +215,17 @@ fn pp_start_layer(partition: Option<&str>, layers: i64, rank: i64, size: i64) ->
             [counts.len().to_string(), size.to_string()],
         ));
     }
-    let sum: i64 = counts.iter().sum();
+    let sum = counts.iter().fold(0i64, |a, &c| a.saturating_add(c));
     if sum != layers {
         return Err(Fail::with(
             "musa.W-2.pp.sum",
             [sum.to_string(), layers.to_string()],
         ));
     }
-    Ok(counts.iter().take(rank.max(0) as usize).sum())
+    Ok(counts
+        .iter()
+        .take(rank.max(0) as usize)
+        .fold(0i64, |a, &c| a.saturating_add(c)))
 }
 
 /// Python's `int(str)` for the decimal forms a partition string holds (surrounding whitespace, a sign,
@@ -313,7 +316,7 @@ fn g6_seqused_k_shape(s: &mut MusaState) -> Result<(), Fail> {
         Injection::Recompute { batch } => batch,
         _ => unreachable!("chain M runs only when recomputing"),
     };
-    fail_if(t.ndim() != 1 || t.shape[0] as i64 != batch, "musa.G-6")
+    fail_if(t.ndim() != 1 || py::int(t.shape[0]) != batch, "musa.G-6")
 }
 
 fn g8_int32_contiguous(s: &mut MusaState) -> Result<(), Fail> {
@@ -369,9 +372,15 @@ fn g11_resolve_mask(s: &mut MusaState) -> Result<(), Fail> {
 fn g13_kernel_config(s: &mut MusaState) -> Result<(), Fail> {
     let (hq, hk, d, dv) = layer_heads(s);
     let m = s.arg("max_seqlen_q").as_number().unwrap_or(0.0) as i64;
-    musa_config::kernel_config(m, hq / hk, to_dim(d), to_dim(dv), None)
-        .map(|_| ())
-        .map_err(|(d, dv)| Fail::with("musa.G-13", [d.to_string(), dv.to_string()]))
+    musa_config::kernel_config(
+        m,
+        hq.checked_div(hk).unwrap_or(0),
+        to_dim(d),
+        to_dim(dv),
+        None,
+    )
+    .map(|_| ())
+    .map_err(|(d, dv)| Fail::with("musa.G-13", [d.to_string(), dv.to_string()]))
 }
 
 fn to_dim(d: i64) -> usize {
