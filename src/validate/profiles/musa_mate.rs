@@ -1107,7 +1107,10 @@ fn f41_metadata(s: &mut MusaState) -> Result<(), Fail> {
                 ["tuple".to_string(), "shape".to_string()],
             ));
         }
-        Injection::Recompute { batch } => fail_if(batch.saturating_mul(4) < needed, "musa.F-41")?,
+        Injection::Recompute { batch } => {
+            fail_if(batch.saturating_mul(4) < needed, "musa.F-41")?;
+            metadata_m_blocks(s);
+        }
         Injection::Reuse => {}
     }
     if s.injection != Injection::Off {
@@ -1139,21 +1142,79 @@ fn metadata_blind_spots(s: &mut MusaState) {
     }
 }
 
-fn c2_kernel_config(s: &mut MusaState) -> Result<(), Fail> {
-    let d = s.dims;
-    let pack_gqa = match s.arg("pack_gqa") {
+/// The call's `pack_gqa` as the kernel config reads it (truthiness; `None` = heuristic).
+fn pack_gqa(s: &MusaState) -> Option<bool> {
+    match s.arg("pack_gqa") {
         PyValue::None => None,
         v => Some(v.truthy().unwrap_or(true)),
-    };
-    let (hd, hdv) = (d.head_dim as usize, d.head_dim_v as usize);
-    let config = musa_config::kernel_config(
+    }
+}
+
+/// The call's own kernel configuration (`Err`: the unsupported rounded head-dim pair).
+fn call_config(s: &MusaState) -> Result<musa_config::KernelConfig, (usize, usize)> {
+    let d = s.dims;
+    musa_config::kernel_config(
         d.seqlen_q,
         d.num_head.checked_div(d.num_head_kv).unwrap_or(0),
-        hd,
-        hdv,
-        pack_gqa,
+        usize::try_from(d.head_dim).unwrap_or(0),
+        usize::try_from(d.head_dim_v).unwrap_or(0),
+        pack_gqa(s),
     )
-    .map_err(|(a, b)| Fail::with("musa.C-2", [a.to_string(), b.to_string()]))?;
+}
+
+/// m-blocks for `rows` query rows: `ceil(rows * (packed ? ratio : 1) / tile_m)`.
+fn m_blocks(rows: i64, ratio: i64, config: &musa_config::KernelConfig) -> i64 {
+    let packed = if config.pack_gqa {
+        rows.saturating_mul(ratio)
+    } else {
+        rows
+    };
+    let tile = py::int(config.tile_m);
+    packed.saturating_add(tile - 1) / tile
+}
+
+/// §6.11 (iii) for recomputed metadata, on the longest query (`max_seqlen_q`): the metadata's
+/// m-block count must cover the call's.
+fn metadata_m_blocks(s: &mut MusaState) {
+    let (Some(b), Ok(call)) = (s.backend.as_ref(), call_config(s)) else {
+        return;
+    };
+    let Some(layer) = b.layer.as_ref() else {
+        return;
+    };
+    let m = s.dims.seqlen_q;
+    let meta_ratio = layer
+        .tp_q_head_num
+        .checked_div(layer.tp_k_head_num)
+        .unwrap_or(0);
+    let dims = |d: i64| usize::try_from(d).unwrap_or(0);
+    let Ok(meta) = musa_config::kernel_config(
+        m,
+        meta_ratio,
+        dims(layer.qk_head_dim),
+        dims(layer.v_head_dim),
+        None,
+    ) else {
+        return;
+    };
+    let call_ratio = s.dims.num_head.checked_div(s.dims.num_head_kv).unwrap_or(0);
+    let (scheduled, needed) = (
+        m_blocks(m, meta_ratio, &meta),
+        m_blocks(m, call_ratio, &call),
+    );
+    if scheduled < needed {
+        s.hazard(
+            "H-MUSA-METADATA-M-BLOCKS",
+            &[&scheduled.to_string(), &m.to_string(), &needed.to_string()],
+        );
+    }
+}
+
+fn c2_kernel_config(s: &mut MusaState) -> Result<(), Fail> {
+    let d = s.dims;
+    let (hd, hdv) = (d.head_dim as usize, d.head_dim_v as usize);
+    let config =
+        call_config(s).map_err(|(a, b)| Fail::with("musa.C-2", [a.to_string(), b.to_string()]))?;
     let over = [hd, hdv].into_iter().find(|&x| x > 512);
     if let Some(dim) = over {
         s.hazard("H-MUSA-HEADDIM-OVER-512", &[&dim.to_string()]);

@@ -1346,10 +1346,17 @@ pub static HAZARDS: &[HazardDef] = &[
     ),
     hazard!(
         "H-MUSA-METADATA-IGNORES-ARGS",
-        Error,
-        "injected metadata never sees {} of this call: m-block counts or splits may not match",
+        Warning,
+        "injected metadata never sees {} of this call: its split counts and order may not fit",
         sgl!("L97-L116"),
-        "§4.7.8, §6.11 ex. 1: a non-default pack_gqa can leave m-blocks unscheduled (garbage rows)."
+        "§4.7.8, §6.11: the metadata is computed from the backend's layer and max_seqlen_k, not from these."
+    ),
+    hazard!(
+        "H-MUSA-METADATA-M-BLOCKS",
+        Error,
+        "injected metadata schedules {} m-block(s) for max_seqlen_q={} but this call needs {}: query rows beyond them are never computed",
+        fwd!("L765-L776"),
+        "§6.11 (iii) and example 1: the metadata resolves pack-GQA and tile_m from the layer's heads with pack_gqa=None; a call whose pack_gqa, head ratio or dims differ needs more m-blocks."
     ),
     hazard!(
         "H-MUSA-METADATA-UNCHECKED",
