@@ -139,7 +139,7 @@ pub static SITES: &[Site] = &[
         INJECTION,
         ValueError,
         "Invalid partition string: {}",
-        "sgl-project/sglang@1107be11 python/sglang/srt/distributed/utils.py:L63-L70",
+        "sgl-project/sglang@1107be11 python/sglang/srt/distributed/utils.py:L74-L79",
         "injection runs and env SGLANG_PP_LAYER_PARTITION is not a comma-separated list of ints (get_pp_indices)",
         "Fix: set SGLANG_PP_LAYER_PARTITION to per-stage layer counts, e.g. `16,15,15,15`, or unset it."
     ),
@@ -148,7 +148,7 @@ pub static SITES: &[Site] = &[
         INJECTION,
         ValueError,
         "len(partitions)={} does not match pp_size={}.",
-        "sgl-project/sglang@1107be11 python/sglang/srt/distributed/utils.py:L71-L72",
+        "sgl-project/sglang@1107be11 python/sglang/srt/distributed/utils.py:L80-L81",
         "injection runs and SGLANG_PP_LAYER_PARTITION has another number of entries than PP stages",
         "Fix: one count per pipeline stage."
     ),
@@ -157,7 +157,7 @@ pub static SITES: &[Site] = &[
         INJECTION,
         ValueError,
         "sum(partitions)={} does not match num_hidden_layers={}.",
-        "sgl-project/sglang@1107be11 python/sglang/srt/distributed/utils.py:L73-L74",
+        "sgl-project/sglang@1107be11 python/sglang/srt/distributed/utils.py:L82-L83",
         "injection runs and the SGLANG_PP_LAYER_PARTITION counts do not add up to the model's layers",
         "Fix: the counts must sum to num_hidden_layers."
     ),
