@@ -123,3 +123,32 @@ fn explain_prints_the_fixes_for_the_ver_gate() {
     };
     assert_eq!(run_explain(&args, &mut out).unwrap(), 1);
 }
+
+#[test]
+fn command_line_arguments_parse_as_documented() {
+    use clap::Parser;
+    #[derive(clap::Parser)]
+    struct Cli {
+        #[command(flatten)]
+        certify: CertifyArgs,
+    }
+    let cli = Cli::try_parse_from([
+        "certify",
+        "--profile",
+        "musa,sgl-kernel",
+        "--profile",
+        "fa3",
+        "--format",
+        "junit",
+        "a.json",
+        "-",
+    ])
+    .unwrap();
+    assert_eq!(cli.certify.profiles, ["musa", "sgl-kernel", "fa3"]);
+    assert_eq!(cli.certify.format, Format::Junit);
+    assert_eq!(
+        cli.certify.files,
+        [PathBuf::from("a.json"), PathBuf::from("-")]
+    );
+    assert!(Cli::try_parse_from(["certify"]).is_err());
+}
