@@ -168,6 +168,24 @@ fn every_site_is_reached_or_documented_unreachable() {
 }
 
 #[test]
+fn every_hazard_is_raised_by_some_call() {
+    let mut raised = BTreeSet::new();
+    for e in catalogue() {
+        for p in profiles::all() {
+            raised.extend(p.validate(&e.call).hazards.iter().map(|h| h.code));
+        }
+    }
+    let silent: Vec<&str> = registry::hazards()
+        .map(|h| h.code)
+        .filter(|c| !raised.contains(c))
+        .collect();
+    assert!(
+        silent.is_empty(),
+        "hazards no catalogue call raises: {silent:?}"
+    );
+}
+
+#[test]
 fn registry_ids_are_unique_and_used() {
     let mut ids = BTreeSet::new();
     for s in registry::sites() {

@@ -9,6 +9,7 @@
 //! this profile.
 
 use super::musa_config::{KernelConfig, Mask};
+use super::musa_sglang::WindowBound;
 use super::{musa_mate, musa_sglang};
 use crate::call::{
     BoundArgs, Device, Dtype, KvCacheCall, PyValue, SglangBackend, TensorArg, signature,
@@ -44,8 +45,8 @@ pub struct MusaState {
     pub(super) mla: bool,
     /// `window_size[0]`, `window_size[1]` after mate's `None` default (`None` elements stay `None`).
     pub(super) window: (Option<i64>, Option<i64>),
-    /// The type of a window bound `_resolve_mask` cannot compare (it raises there, after F-35).
-    pub(super) window_type_error: Option<String>,
+    /// `window_size[0]`, `window_size[1]` as Python values: `_resolve_mask` raises on them after F-35.
+    pub(super) window_bounds: (WindowBound, WindowBound),
     pub(super) attention_chunk: i64,
     pub(super) dims: FwdDims,
     /// `scheduler_metadata is not None` after the sink policy.
@@ -244,7 +245,7 @@ impl Profile for MusaProfile {
             softmax_scale: f64::NAN,
             mla: false,
             window: (Some(-1), Some(-1)),
-            window_type_error: None,
+            window_bounds: (WindowBound::Int(-1), WindowBound::Int(-1)),
             attention_chunk: 0,
             dims: FwdDims::default(),
             has_metadata: false,

@@ -5,7 +5,7 @@
 
 use super::musa::{FwdDims, Injection, MusaState, fail_if, int32_vector, is_musa};
 use super::musa_config;
-use super::musa_sglang::{WindowBound, window_pair};
+use super::musa_sglang::{WindowBound, mask_operands, window_pair};
 use crate::call::{Dtype, PyValue, TensorArg};
 use crate::validate::engine::{Check, Fail, HazardLog, Layer};
 use crate::validate::{LseLayout, Resolved, py};
@@ -484,7 +484,11 @@ pub static FMHA_FWD: Layer<MusaState> = Layer {
         },
         Check {
             name: "execution policy and mask",
-            sites: &["musa.F-mask.chunk-type", "musa.F-mask.window-type"],
+            sites: &[
+                "musa.F-mask.chunk-type",
+                "musa.F-mask.window-type",
+                "musa.F-mask.seqlen-type",
+            ],
             run: policy_and_mask,
         },
         Check {
@@ -690,13 +694,7 @@ fn k6_window(s: &mut MusaState) -> Result<(), Fail> {
         "musa.K-6.window-index",
     )?;
     s.window = (bound_value(&left), bound_value(&right));
-    // Non-numeric bounds fail later, in _resolve_mask.
-    if let Some(ty) = [left, right].into_iter().find_map(|b| match b {
-        WindowBound::Other(ty) => Some(ty),
-        _ => None,
-    }) {
-        s.window_type_error = Some(ty);
-    }
+    s.window_bounds = (left, right);
     Ok(())
 }
 
@@ -1030,9 +1028,25 @@ fn policy_and_mask(s: &mut MusaState) -> Result<(), Fail> {
             }
         },
     };
-    if let Some(ty) = s.window_type_error.clone() {
-        return Err(Fail::with("musa.F-mask.window-type", [ty]));
-    }
+    let max_seqlen_q = s.arg("max_seqlen_q");
+    // Without cu_seqlens_q, seqlen_q is q.shape[1]; with it, the caller's max_seqlen_q.
+    let seqlen_q = if s.given("cu_seqlens_q") {
+        max_seqlen_q
+            .as_number()
+            .map(|_| ())
+            .ok_or(max_seqlen_q.type_name())
+    } else {
+        Ok(())
+    };
+    let (left, right) = &s.window_bounds;
+    mask_operands(left, right, Ok(()), seqlen_q).map_err(|(subtract, ty)| {
+        let site = if subtract {
+            "musa.F-mask.seqlen-type"
+        } else {
+            "musa.F-mask.window-type"
+        };
+        Fail::with(site, [ty])
+    })?;
     let d = s.dims;
     let fixed = [
         "cu_seqlens_q",

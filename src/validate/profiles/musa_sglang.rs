@@ -268,6 +268,7 @@ fn g1_seqused_k(s: &mut MusaState) -> Result<(), Fail> {
 }
 
 /// A window element as Python sees it: `None`, a number, or something `>=` cannot compare.
+#[derive(Clone, Debug, PartialEq)]
 pub(super) enum WindowBound {
     None,
     Int(i64),
@@ -357,13 +358,41 @@ fn g11_resolve_mask(s: &mut MusaState) -> Result<(), Fail> {
         "musa.G-1.window-type",
         "musa.G-1.window-index",
     )?;
-    // `wl is None or wl >= max_seqlen_k - 1`: the subtraction runs before the comparison.
-    if !matches!(left, WindowBound::None) && backend(s).max_seqlen_k.is_none() {
-        return Err(Fail::new("musa.G-11"));
-    }
-    for bound in [left, right] {
+    let max_seqlen_k = backend(s).max_seqlen_k.map(|_| ());
+    let max_seqlen_q = s.arg("max_seqlen_q");
+    let seqlen_q = max_seqlen_q.as_number().map(|_| ());
+    mask_operands(
+        &left,
+        &right,
+        max_seqlen_k.ok_or("NoneType"),
+        seqlen_q.ok_or(max_seqlen_q.type_name()),
+    )
+    .map_err(|(subtract, ty)| {
+        let site = if subtract {
+            "musa.G-11"
+        } else {
+            "musa.G-11.window-type"
+        };
+        Fail::with(site, [ty])
+    })
+}
+
+/// The `TypeError`s of `_resolve_mask`'s comparisons, in evaluation order: for each bound that is not
+/// `None`, first `seqlen - 1` (a non-number seqlen: `Err((true, its type))`), then `bound >= ...`
+/// (a non-number bound: `Err((false, its type))`).
+pub(super) fn mask_operands(
+    left: &WindowBound,
+    right: &WindowBound,
+    seqlen_k: Result<(), &str>,
+    seqlen_q: Result<(), &str>,
+) -> Result<(), (bool, String)> {
+    for (bound, seqlen) in [(left, seqlen_k), (right, seqlen_q)] {
+        if *bound == WindowBound::None {
+            continue;
+        }
+        seqlen.map_err(|ty| (true, ty.to_string()))?;
         if let WindowBound::Other(ty) = bound {
-            return Err(Fail::with("musa.G-11.window-type", [ty]));
+            return Err((false, ty.clone()));
         }
     }
     Ok(())

@@ -275,10 +275,12 @@ pub static SITES: &[Site] = &[
         "musa.G-11",
         METADATA,
         TypeError,
-        "unsupported operand type(s) for -: 'NoneType' and 'int'",
+        "unsupported operand type(s) for -: '{}' and 'int'",
         meta!("L338-L345"),
-        "injection recomputes, the left window is an int and the backend's _current_max_seqlen_k is None (_resolve_mask)",
-        "Backend state without max_seqlen_k; the call cannot fix it except by passing scheduler_metadata."
+        "injection recomputes and _resolve_mask subtracts 1 from a non-number: the backend's _current_max_seqlen_k \
+         is None (left window not None), or max_seqlen_q is not a number (right window not None)",
+        "Backend state without max_seqlen_k cannot be fixed by the call except by passing scheduler_metadata; \
+         max_seqlen_q must be an int."
     ),
     site!(
         "musa.G-11.window-type",
@@ -1128,6 +1130,15 @@ pub static SITES: &[Site] = &[
         fwd!("L709-L717"),
         "a window_size element is not a number or None (_resolve_mask)",
         "Fix: window_size elements are ints."
+    ),
+    site!(
+        "musa.F-mask.seqlen-type",
+        FWD,
+        TypeError,
+        "unsupported operand type(s) for -: '{}' and 'int'",
+        fwd!("L710-L717"),
+        "cu_seqlens_q given, max_seqlen_q is not a number and the right window is not None (_resolve_mask computes max_seqlen_q - 1)",
+        "Fix: max_seqlen_q is an int (the longest query)."
     ),
     site!(
         "musa.F-mask.chunk-type",
