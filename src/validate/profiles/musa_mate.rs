@@ -111,14 +111,17 @@ pub static MLA_BRANCH: Layer<MusaState> = Layer {
                 "musa.MLA-6.device",
                 "musa.MLA-6.dtype",
                 "musa.MLA-6.same-dtype",
-                "musa.MLA-6.seqlens-contiguous",
+                "musa.MLA-6.contiguous",
                 "musa.MLA-6.int32",
                 "musa.MLA-6.block-table-stride",
                 "musa.MLA-6.rank",
                 "musa.MLA-6.shape",
                 "musa.MLA-6.page-size",
+                "musa.MLA-7.dim",
                 "musa.MLA-7.same-dtype",
                 "musa.MLA-7.dtype",
+                "musa.MLA-7.headdim-v",
+                "musa.MLA-7.heads",
             ],
             run: mla_kernel,
         },
@@ -203,32 +206,75 @@ fn mla_kernel(s: &mut MusaState) -> Result<(), Fail> {
     }
     let fp16_or_bf16 = matches!(qv.dtype, Dtype::Float16 | Dtype::Bfloat16);
     let same_dtype = [q, ckv, kpe].iter().all(|t| t.dtype == qv.dtype);
-    let int32 = |name: &str, t: &TensorArg| -> Result<(), Fail> {
-        if t.dtype == Dtype::Int32 {
-            return Ok(());
-        }
-        let dtype = t.dtype.torch_name().to_string();
-        Err(Fail::with(
-            "musa.MLA-6.int32",
-            [name.to_string(), dtype, name.to_string()],
-        ))
+    let contiguous = |name: &str, t: &TensorArg| -> Result<(), Fail> {
+        fail_if_with(!t.is_contiguous(), "musa.MLA-6.contiguous", [name, name])
     };
+    let int32 = |name: &str, t: &TensorArg| -> Result<(), Fail> {
+        let dtype = t.dtype.torch_name();
+        fail_if_with(
+            t.dtype != Dtype::Int32,
+            "musa.MLA-6.int32",
+            [name, dtype, name],
+        )
+    };
+    let dim = |name: &str, t: &TensorArg, want: usize| -> Result<(), Fail> {
+        let (got, want) = (t.ndim().to_string(), want.to_string());
+        fail_if_with(
+            got != want,
+            "musa.MLA-7.dim",
+            [name, &want, &got, &want, name, &want],
+        )
+    };
+    // Both kernels check cu_seqlens_q the same way, once they reach it.
+    let cu_seqlens_q = |cu: &TensorArg| -> Result<(), Fail> {
+        let name = "cu_seqlens_q.value()";
+        fail_if_with(!is_musa(cu), "musa.MLA-6.device", [name, name])?;
+        contiguous(name, cu)?;
+        int32(name, cu)
+    };
+    let cu = s.tensor("cu_seqlens_q");
     let block_stride = page_table.stride_of(-1).unwrap_or(1);
     if asm {
-        fail_if(!seqlens.is_contiguous(), "musa.MLA-6.seqlens-contiguous")?;
+        contiguous("seqlens_k", seqlens)?;
         int32("seqlens_k", seqlens)?;
         int32("block_table", page_table)?;
+        dim("seqlens_k", seqlens, 1)?;
+        dim("block_table", page_table, 2)?;
         block_table_stride(block_stride)?;
+        let q_rank = if cu.is_some() { 3 } else { 4 };
+        dim("q_nope", qv, q_rank)?;
+        dim("q_pe", q, q_rank)?;
+        if let Some(cu) = cu {
+            cu_seqlens_q(cu)?;
+        }
         fail_if(!same_dtype, "musa.MLA-7.same-dtype")?;
         fail_if(!fp16_or_bf16, "musa.MLA-7.dtype")?;
+        let headdim_v = ckv.size(-1).unwrap_or(0).to_string();
+        fail_if_with(
+            headdim_v != "512",
+            "musa.MLA-7.headdim-v",
+            [headdim_v.as_str()],
+        )?;
+        let (nope_heads, pe_heads) = (qv.size(-2).unwrap_or(0), q.size(-2).unwrap_or(0));
+        fail_if_with(
+            nope_heads != pe_heads,
+            "musa.MLA-7.heads",
+            [
+                nope_heads.to_string().as_str(),
+                pe_heads.to_string().as_str(),
+            ],
+        )?;
         return mla_shapes(s, true);
     }
     fail_if(!fp16_or_bf16, "musa.MLA-6.dtype")?;
     fail_if(!same_dtype, "musa.MLA-6.same-dtype")?;
-    fail_if(!seqlens.is_contiguous(), "musa.MLA-6.seqlens-contiguous")?;
+    contiguous("seqlens_k", seqlens)?;
     int32("seqlens_k", seqlens)?;
     int32("block_table", page_table)?;
     block_table_stride(block_stride)?;
+    if let Some(cu) = cu {
+        cu_seqlens_q(cu)?;
+    }
     mla_shapes(s, false)?;
     let page_size = ckv.size(1).unwrap_or(0);
     if page_size != 64 {
@@ -237,9 +283,21 @@ fn mla_kernel(s: &mut MusaState) -> Result<(), Fail> {
     Ok(())
 }
 
+/// Fails with `site`, its message filled with `args`, when `cond` holds.
+fn fail_if_with<const N: usize>(
+    cond: bool,
+    site: &'static str,
+    args: [&str; N],
+) -> Result<(), Fail> {
+    if cond {
+        Err(Fail::with(site, args.map(str::to_string)))
+    } else {
+        Ok(())
+    }
+}
+
 /// The `expect_shape` checks of the MLA kernels on the tensors a call supplies (`flash_mla_asm`
-/// checks the caches with its fixed page size 64; q/qv head-count checks of the asm path are not
-/// modelled).
+/// checks the caches with its fixed page size 64).
 fn mla_shapes(s: &MusaState, asm: bool) -> Result<(), Fail> {
     let qv = s.tensor("qv").expect("routed");
     let q = s.tensor("q").expect("routed");

@@ -526,12 +526,13 @@ pub static SITES: &[Site] = &[
         "Fix: one dtype for all MLA inputs."
     ),
     site!(
-        "musa.MLA-6.seqlens-contiguous",
+        "musa.MLA-6.contiguous",
         MLA,
         RuntimeError,
-        "Check failed: (seqlens_k.IsContiguous()) is false: seqlens_k must be contiguous",
-        mate!("csrc/mla_pybind.mu", "L351"),
-        "MLA kernel with reused metadata (is_inited) and a non-contiguous cache_seqlens",
+        "Check failed: ({}.IsContiguous()) is false: {} must be contiguous",
+        mate!("csrc/mla_pybind.mu", "L351-L364"),
+        "MLA kernel: cache_seqlens (seqlens_k, with reused metadata) or a varlen cu_seqlens_q is not contiguous \
+         (mla_with_kvcache; flash_mla_asm.mu L510, L527)",
         "Fix: `.contiguous()`."
     ),
     site!(
@@ -580,6 +581,15 @@ pub static SITES: &[Site] = &[
         "mate's MLA kernel supports page size 64 only. Fix: allocate the MLA KV pool with page_size=64."
     ),
     site!(
+        "musa.MLA-7.dim",
+        MLA,
+        RuntimeError,
+        "Check failed: {}.ndim() == {} ({} vs. {}) : {} must be a {}D tensor",
+        mate!("csrc/flash_mla_asm.mu", "L517-L532"),
+        "flash_mla_asm (128 heads): cache_seqlens not 1-D, page_table not 2-D, or q/qv not 4-D (3-D with cu_seqlens_q)",
+        "Fix: qv (batch, seqlen, 128, 512) and q (batch, seqlen, 128, 64), or 3-D with cu_seqlens_q."
+    ),
+    site!(
         "musa.MLA-7.same-dtype",
         MLA,
         RuntimeError,
@@ -598,6 +608,24 @@ pub static SITES: &[Site] = &[
         "Fix: fp16/bf16 MLA inputs."
     ),
     // ---- _fmha_fwd -----------------------------------------------------------------------------
+    site!(
+        "musa.MLA-7.headdim-v",
+        MLA,
+        RuntimeError,
+        "Check failed: args.headdim_v == 512 ({} vs. 512) : flash_mla_asm() headdim_v must be 512",
+        mate!("csrc/flash_mla_asm.mu", "L563"),
+        "flash_mla_asm (128 heads): v_cache's last dim is not 512 (routing looked at qv only)",
+        "Fix: the latent cache (v_cache) has last dim 512."
+    ),
+    site!(
+        "musa.MLA-7.heads",
+        MLA,
+        RuntimeError,
+        "Check failed: q_nope.size(-2) == q_pe.size(-2) ({} vs. {}) : q_nope and q_pe head counts must match",
+        mate!("csrc/flash_mla_asm.mu", "L567"),
+        "flash_mla_asm (128 heads): q has another head count than qv",
+        "Fix: q (rope part) and qv (latent part) have the same heads."
+    ),
     site!(
         "musa.F-1",
         FWD,
