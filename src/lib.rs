@@ -4,8 +4,10 @@
 pub mod bridge;
 pub mod call;
 pub mod cases;
+pub mod certify;
 pub mod cli;
 pub mod conform;
+pub mod explain;
 #[cfg(feature = "internal-testing")]
 pub mod fuzzing;
 pub mod kernel;
