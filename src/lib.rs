@@ -3,12 +3,16 @@
 
 pub mod bridge;
 pub mod call;
+pub mod cases;
 pub mod cli;
 pub mod conform;
 #[cfg(feature = "internal-testing")]
 pub mod fuzzing;
+pub mod kernel;
+pub mod mate;
 pub mod numeric;
 pub mod reference;
+pub mod scan;
 pub mod spec;
 pub mod tensor;
 pub mod tolerance;

@@ -230,7 +230,35 @@ const fn concat<const A: usize, const B: usize, const C: usize>(
     out
 }
 
+/// `a` with `item` inserted before index `at`.
+const fn insert<const A: usize, const C: usize>(
+    a: [(&'static str, ParamDefault); A],
+    at: usize,
+    item: (&'static str, ParamDefault),
+) -> [(&'static str, ParamDefault); C] {
+    assert!(A + 1 == C && at <= A);
+    let mut out = [("", ParamDefault::Required); C];
+    let mut i = 0;
+    while i < C {
+        out[i] = if i < at {
+            a[i]
+        } else if i == at {
+            item
+        } else {
+            a[i - 1]
+        };
+        i += 1;
+    }
+    out
+}
+
 const FA3_PARAMS: [(&str, ParamDefault); 30] = fa3_common_params!(D::Int(0));
+
+const CP_PARAMS: [(&str, ParamDefault); 3] = [
+    ("cp_world_size", D::Int(1)),
+    ("cp_rank", D::Int(0)),
+    ("cp_tot_seqused_k", D::None),
+];
 
 const SGLANG_TAIL: [(&str, ParamDefault); 4] = [
     ("sinks", D::None),
@@ -245,14 +273,14 @@ const SGL_KERNEL_PARAMS: [(&str, ParamDefault); 34] =
     concat(fa3_common_params!(D::None), SGLANG_TAIL);
 
 const MATE_WRAPPER_PARAMS: [(&str, ParamDefault); 35] = concat(
-    FA3_PARAMS,
-    [
-        ("sinks", D::None),
-        ("s_aux", D::None),
-        ("cp_world_size", D::Int(1)),
-        ("cp_rank", D::Int(0)),
-        ("cp_tot_seqused_k", D::None),
-    ],
+    concat::<30, 2, 32>(FA3_PARAMS, [("sinks", D::None), ("s_aux", D::None)]),
+    CP_PARAMS,
+);
+
+/// FA3's parameters with `learnable_sink` inserted after `window_size` (index 22), then the CP tail.
+const MATE_MHA_PARAMS: [(&str, ParamDefault); 34] = concat(
+    insert::<30, 31>(FA3_PARAMS, 22, ("learnable_sink", D::None)),
+    CP_PARAMS,
 );
 
 /// SGLang's MUSA wrapper, variant V3 (musa-fa3.md §2.1, sgl L122–L157). The canonical signature:
@@ -267,6 +295,15 @@ pub static SGLANG_MUSA: Signature = Signature {
 pub static MATE_FA3_WRAPPER: Signature = Signature {
     function: "flash_attn_with_kvcache",
     params: &MATE_WRAPPER_PARAMS,
+    var_keyword: false,
+};
+
+/// mate's own `mate.mha_interface.flash_attn_with_kvcache` (musa-fa3.md §2.3), also exported as
+/// `mate.flash_attn_with_kvcache`: `learnable_sink` sits at position 23, so every later positional
+/// slot differs from FA3's.
+pub static MATE_MHA: Signature = Signature {
+    function: "flash_attn_with_kvcache",
+    params: &MATE_MHA_PARAMS,
     var_keyword: false,
 };
 
@@ -343,5 +380,22 @@ mod tests {
         );
         assert_eq!(SGLANG_MUSA.params.len(), 34);
         assert_eq!(MATE_FA3_WRAPPER.params[30].0, "sinks");
+        assert_eq!(MATE_FA3_WRAPPER.params[34].0, "cp_tot_seqused_k");
+    }
+
+    #[test]
+    fn mate_mha_inserts_learnable_sink_at_position_23() {
+        let names: Vec<&str> = MATE_MHA.params.iter().map(|(n, _)| *n).collect();
+        assert_eq!(names.len(), 34);
+        assert_eq!(names[21], "window_size");
+        assert_eq!(names[22], "learnable_sink");
+        assert_eq!(names[23], "attention_chunk");
+        assert_eq!(names[29], "sm_margin");
+        assert_eq!(names[30], "return_softmax_lse");
+        assert_eq!(
+            names[31..],
+            ["cp_world_size", "cp_rank", "cp_tot_seqused_k"]
+        );
+        assert_eq!(MATE_MHA.params[23].1, ParamDefault::Int(0));
     }
 }

@@ -19,6 +19,10 @@ pub struct Cli {
 pub enum Command {
     /// Run the registered conformance suites (the default campaign when no flag is given).
     Conform(ConformArgs),
+    /// Evaluate one call spec with the f64 reference and summarise the outputs.
+    Run(RunArgs),
+    /// Find flash_attn_with_kvcache call sites in Python code and report what breaks on MUSA.
+    Scan(crate::scan::cli::ScanArgs),
 }
 
 #[derive(Debug, Args)]
@@ -40,4 +44,43 @@ pub struct ConformArgs {
     /// List the registered suites and exit.
     #[arg(long)]
     pub list: bool,
+}
+
+/// A stack whose conventions the reference follows.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+pub enum StackArg {
+    Musa,
+    SglKernel,
+    Fa3,
+}
+
+impl From<StackArg> for crate::reference::Stack {
+    fn from(stack: StackArg) -> Self {
+        match stack {
+            StackArg::Musa => crate::reference::Stack::Musa,
+            StackArg::SglKernel => crate::reference::Stack::SglKernel,
+            StackArg::Fa3 => crate::reference::Stack::Fa3,
+        }
+    }
+}
+
+/// Output formats of commands that print a summary.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+pub enum TextOrJson {
+    Human,
+    Json,
+}
+
+#[derive(Debug, Args)]
+pub struct RunArgs {
+    /// The call spec (JSON with exactly one call; `-` for stdin).
+    pub spec: std::path::PathBuf,
+    /// Whose conventions apply where the stacks differ (lse of empty KV, softcap sign, sinks).
+    #[arg(long, value_enum, default_value_t = StackArg::Musa)]
+    pub stack: StackArg,
+    #[arg(long, value_enum, default_value_t = TextOrJson::Human)]
+    pub format: TextOrJson,
+    /// Refuse calls whose tensors would take more bytes than this once materialised.
+    #[arg(long, default_value_t = crate::tensor::DEFAULT_MEMORY_CAP)]
+    pub memory_cap: usize,
 }

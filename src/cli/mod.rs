@@ -3,6 +3,7 @@
 pub mod args;
 mod conform;
 pub mod exit;
+mod run;
 
 pub use args::{Cli, Command};
 pub use exit::ExitStatus;
@@ -13,9 +14,28 @@ use std::io::Write;
 pub fn run(cli: Cli, out: &mut dyn Write) -> ExitStatus {
     let result = match cli.command {
         Command::Conform(args) => conform::run(&args, out),
+        Command::Run(args) => run::run(&args, out),
+        Command::Scan(args) => crate::scan::cli::run_scan(&args, out)
+            .map(|exit| match exit {
+                crate::scan::cli::ScanExit::Clean => ExitStatus::Success,
+                crate::scan::cli::ScanExit::Findings => ExitStatus::Failure,
+            })
+            .map_err(anyhow::Error::from),
     };
     result.unwrap_or_else(|e| {
         eprintln!("error: {e:#}");
         ExitStatus::Error
     })
+}
+
+/// Reads a file, or stdin for `-`.
+fn read_input(path: &std::path::Path) -> anyhow::Result<String> {
+    use anyhow::Context;
+    if path.as_os_str() == "-" {
+        let mut text = String::new();
+        std::io::Read::read_to_string(&mut std::io::stdin(), &mut text).context("reading stdin")?;
+        Ok(text)
+    } else {
+        std::fs::read_to_string(path).with_context(|| format!("reading {}", path.display()))
+    }
 }

@@ -8,6 +8,7 @@
 
 pub mod engine;
 pub mod profiles;
+pub mod py;
 pub mod registry;
 
 use crate::call::{Device, KvCacheCall};
@@ -24,6 +25,7 @@ pub enum Exception {
     IndexError,
     NotImplementedError,
     ZeroDivisionError,
+    OverflowError,
 }
 
 impl Exception {
@@ -37,6 +39,7 @@ impl Exception {
             Exception::IndexError => "IndexError",
             Exception::NotImplementedError => "NotImplementedError",
             Exception::ZeroDivisionError => "ZeroDivisionError",
+            Exception::OverflowError => "OverflowError",
         }
     }
 }

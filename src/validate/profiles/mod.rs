@@ -1,10 +1,22 @@
 //! The profiles, one file per stack; layers shared by two profiles live in their own file.
 
+mod musa;
+mod musa_config;
+mod musa_mate;
+mod musa_sglang;
+
+pub use musa::{MUSA, MusaProfile};
+mod cuda_op;
+pub mod cuda_state;
+pub mod fa3;
+pub mod mha_fwd;
+pub mod sgl_kernel;
+
 use super::Profile;
 
 /// Every profile, in the order `certify` shows them.
 pub fn all() -> Vec<&'static dyn Profile> {
-    vec![]
+    vec![&MUSA, &sgl_kernel::SGL_KERNEL, &fa3::FA3, &fa3::FA3_STABLE]
 }
 
 /// The profile named `name`.

@@ -3,6 +3,9 @@
 //! Ids are stable and never reused. Every site cites `repo@commit path:line` and carries the
 //! explanation `fa3conform explain` prints. Templates use `{}` for values filled in order.
 
+pub mod cuda;
+mod musa;
+
 use super::{Exception, Severity};
 
 /// One place in one stack that raises an exception.
@@ -35,12 +38,12 @@ pub struct HazardDef {
 
 /// Every site of every profile.
 pub fn sites() -> impl Iterator<Item = &'static Site> {
-    std::iter::empty()
+    musa::SITES.iter().chain(cuda::sites())
 }
 
 /// Every hazard kind.
 pub fn hazards() -> impl Iterator<Item = &'static HazardDef> {
-    std::iter::empty()
+    musa::HAZARDS.iter().chain(cuda::hazards())
 }
 
 /// The site registered under `id`.

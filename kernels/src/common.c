@@ -1,0 +1,191 @@
+/*
+ * Shared pieces of the host forward path: row conversion, rotary, per-batch lengths, cache
+ * addressing. Compiled without floating-point contraction (ISO C mode), so rotary results are the
+ * same on every target.
+ */
+#include "fa3_internal.h"
+
+void fa3_load_row(const fa3_tensor *t, int64_t first, int64_t count, float *dst) {
+    FA3_CHECK_RANGE(first, count, t->numel, "row");
+    switch (t->dtype) {
+    case FA3_DTYPE_F16: {
+        const uint16_t *src = (const uint16_t *)t->data + first;
+        for (int64_t i = 0; i < count; ++i) {
+            dst[i] = fa3_f16_to_f32(src[i]);
+        }
+        break;
+    }
+    case FA3_DTYPE_BF16: {
+        const uint16_t *src = (const uint16_t *)t->data + first;
+        for (int64_t i = 0; i < count; ++i) {
+            dst[i] = fa3_bits_f32((uint32_t)src[i] << 16);
+        }
+        break;
+    }
+    case FA3_DTYPE_E4M3: {
+        const uint8_t *src = (const uint8_t *)t->data + first;
+        for (int64_t i = 0; i < count; ++i) {
+            dst[i] = fa3_e4m3_to_f32(src[i]);
+        }
+        break;
+    }
+    default:
+        memcpy(dst, (const float *)t->data + first, (size_t)count * sizeof(float));
+    }
+}
+
+void fa3_rotate(const fa3_fwd_params *params, int64_t position, float *x, int32_t dtype) {
+    int64_t half = params->rotary_dim / 2;
+    int64_t row = position * params->rotary_cos.stride[0];
+    for (int64_t i = 0; i < half; ++i) {
+        float c = fa3_load(&params->rotary_cos, row + i);
+        float s = fa3_load(&params->rotary_sin, row + i);
+        /* Interleaved pairs (2i, 2i+1); GPT-NeoX pairs (i, i + rotary_dim/2). */
+        int64_t i0 = params->rotary_interleaved ? 2 * i : i;
+        int64_t i1 = params->rotary_interleaved ? 2 * i + 1 : i + half;
+        float x0 = x[i0];
+        float x1 = x[i1];
+        float x0c = x0 * c, x1s = x1 * s, x0s = x0 * s, x1c = x1 * c;
+        x[i0] = x0c - x1s;
+        x[i1] = x0s + x1c;
+    }
+    for (int64_t i = 0; i < params->rotary_dim; ++i) {
+        x[i] = fa3_round_to(dtype, x[i]);
+    }
+}
+
+fa3_seqlens fa3_seqlens_of(const fa3_fwd_params *params, int64_t batch) {
+    fa3_seqlens s;
+    s.leftpad = params->cache_leftpad.data ? fa3_index_at(&params->cache_leftpad, batch, "cache_leftpad") : 0;
+    if (params->cu_seqlens_q.data) {
+        s.q_row_base = fa3_index_at(&params->cu_seqlens_q, batch, "cu_seqlens_q");
+        s.seqlen_q = fa3_index_at(&params->cu_seqlens_q, batch + 1, "cu_seqlens_q") - s.q_row_base;
+    } else {
+        s.q_row_base = 0;
+        s.seqlen_q = params->seqlen_q;
+    }
+    int64_t used = params->cache_seqlens.data
+                       ? fa3_index_at(&params->cache_seqlens, batch, "cache_seqlens")
+                       : params->seqlen_k;
+    s.seqlen_k_old = used - s.leftpad;
+    s.knew_row_base = 0;
+    s.seqlen_k_new = 0;
+    if (params->k_new.data) {
+        if (params->cu_seqlens_k_new.data) {
+            s.knew_row_base = fa3_index_at(&params->cu_seqlens_k_new, batch, "cu_seqlens_k_new");
+            s.seqlen_k_new = fa3_index_at(&params->cu_seqlens_k_new, batch + 1, "cu_seqlens_k_new") -
+                             s.knew_row_base;
+        } else {
+            s.seqlen_k_new = params->seqlen_k_new;
+        }
+    }
+    s.seqlen_k = s.seqlen_k_old + s.seqlen_k_new;
+    s.rotary_start = (params->k_new.data && params->rotary_seqlens.data)
+                         ? fa3_index_at(&params->rotary_seqlens, batch, "rotary_seqlens")
+                         : used;
+    s.kv_batch = params->cache_batch_idx.data
+                     ? fa3_index_at(&params->cache_batch_idx, batch, "cache_batch_idx")
+                     : batch;
+    return s;
+}
+
+int64_t fa3_cache_offset(const fa3_fwd_params *params, const fa3_tensor *t, int64_t kv_batch,
+                         int64_t position, int64_t head) {
+    if (params->page_table.data) {
+        int64_t entry = kv_batch * params->page_table_stride + position / params->page_size;
+        int64_t page = fa3_index_at(&params->page_table, entry, "page_table");
+        return page * t->stride[0] + (position % params->page_size) * t->stride[1] +
+               head * t->stride[2];
+    }
+    return kv_batch * t->stride[0] + position * t->stride[1] + head * t->stride[2];
+}
+
+void fa3_append_kv(const fa3_fwd_params *params, int64_t batch) {
+    fa3_seqlens s = fa3_seqlens_of(params, batch);
+    int64_t dmax = params->head_dim > params->head_dim_v ? params->head_dim : params->head_dim_v;
+    /* Head dims are bounded by the caller (at most a few thousand); a VLA keeps this allocation-free. */
+    float row[dmax];
+    int64_t first_position = s.leftpad + s.seqlen_k_old;
+    for (int64_t t = 0; t < s.seqlen_k_new; ++t) {
+        int64_t position = first_position + t;
+        int64_t src_row = s.knew_row_base + t;
+        for (int64_t h = 0; h < params->num_heads_k; ++h) {
+            int64_t k_src = batch * params->k_new.stride[0] + src_row * params->k_new.stride[1] +
+                            h * params->k_new.stride[2];
+            fa3_load_row(&params->k_new, k_src, params->head_dim, row);
+            if (params->rotary_cos.data) {
+                fa3_rotate(params, s.rotary_start + t, row, params->k_cache.dtype);
+            }
+            int64_t k_dst = fa3_cache_offset(params, &params->k_cache, s.kv_batch, position, h);
+            for (int64_t i = 0; i < params->head_dim; ++i) {
+                fa3_store(&params->k_cache, k_dst + i, row[i]);
+            }
+            int64_t v_src = batch * params->v_new.stride[0] + src_row * params->v_new.stride[1] +
+                            h * params->v_new.stride[2];
+            fa3_load_row(&params->v_new, v_src, params->head_dim_v, row);
+            int64_t v_dst = fa3_cache_offset(params, &params->v_cache, s.kv_batch, position, h);
+            for (int64_t i = 0; i < params->head_dim_v; ++i) {
+                fa3_store(&params->v_cache, v_dst + i, row[i]);
+            }
+        }
+    }
+}
+
+void fa3_combine(const fa3_fwd_params *params, int64_t position, int64_t head) {
+    int64_t splits = fa3_index_at(&params->num_splits_dynamic, position, "num_splits_dynamic");
+    if (splits <= 1) {
+        return;
+    }
+    int64_t batch = fa3_index_at(&params->batch_table, position, "batch_table");
+    fa3_seqlens s = fa3_seqlens_of(params, batch);
+    int64_t used = fa3_min64(splits, params->num_splits);
+    const float *lse_accum = (const float *)params->lse_accum.data;
+    const float *o_accum = (const float *)params->o_accum.data;
+    int64_t dv = params->head_dim_v;
+    for (int64_t i = 0; i < s.seqlen_q; ++i) {
+        int64_t row = s.q_row_base + i;
+        int64_t lse_base = batch * params->lse_accum.stride[0] + head * params->lse_accum.stride[1] +
+                           row * params->lse_accum.stride[3];
+        int64_t o_base = batch * params->o_accum.stride[0] + head * params->o_accum.stride[1] +
+                         row * params->o_accum.stride[3];
+        float lse_max = -INFINITY;
+        for (int64_t sp = 0; sp < used; ++sp) {
+            int64_t at = lse_base + sp * params->lse_accum.stride[2];
+            FA3_CHECK(at >= 0 && at < params->lse_accum.numel, "lse_accum", at, params->lse_accum.numel);
+            lse_max = fmaxf(lse_max, lse_accum[at]);
+        }
+        float lse = -INFINITY;
+        if (lse_max != -INFINITY) {
+            float sum = 0.0f;
+            for (int64_t sp = 0; sp < used; ++sp) {
+                sum += expf(lse_accum[lse_base + sp * params->lse_accum.stride[2]] - lse_max);
+            }
+            lse = lse_max + logf(sum);
+        }
+        int64_t out_base = batch * params->out.stride[0] + row * params->out.stride[1] +
+                           head * params->out.stride[2];
+        for (int64_t c = 0; c < dv; ++c) {
+            float acc = 0.0f;
+            if (lse != -INFINITY) {
+                for (int64_t sp = 0; sp < used; ++sp) {
+                    float weight = expf(lse_accum[lse_base + sp * params->lse_accum.stride[2]] - lse);
+                    int64_t at = o_base + sp * params->o_accum.stride[2] + c;
+                    FA3_CHECK(at >= 0 && at < params->o_accum.numel, "o_accum", at, params->o_accum.numel);
+                    acc += weight * o_accum[at];
+                }
+            }
+            fa3_store(&params->out, out_base + c, acc);
+        }
+        int64_t lse_at = batch * params->lse.stride[0] + head * params->lse.stride[1] +
+                         row * params->lse.stride[2];
+        fa3_store(&params->lse, lse_at, lse);
+    }
+}
+
+int64_t fa3_fwd_workspace_floats(const fa3_fwd_params *params) {
+    int64_t tm = params->tile_m, tn = params->tile_n, d = params->head_dim;
+    int64_t dv_pad = fa3_ceil_div(params->head_dim_v, 16) * 16;
+    int64_t qv = params->qv.data ? tm * dv_pad + dv_pad * tn : 0;
+    /* q, scores, o, max, sum | k^T, v | qv, v^T */
+    return tm * (d + tn + dv_pad + 2) + d * tn + tn * dv_pad + qv;
+}

@@ -1,0 +1,534 @@
+//! The kernel path: a host implementation in C (kernels/) of the forward the MUSA device runs,
+//! with the device's decomposition, so that its numerics and its sensitivity to scheduler
+//! metadata resemble the device's (musa-fa3.md §6.9, §6.10; cuda-fa3.md D.2, D.11–D.15).
+//!
+//! [`run`] takes a call and its materialised tensors, resolves mate's parameters
+//! ([`crate::mate`]), re-checks every size and index the C code will use (so no input makes it
+//! read or write out of bounds), then runs the four steps: append-KV, metadata (Rust, in
+//! [`crate::mate`]), forward tiles in the scheduler's order (in parallel with rayon, one C call
+//! per tile) and the combine of split partials.
+//!
+//! Rows the device never writes (e.g. m-blocks a metadata tensor leaves out) come back as NaN:
+//! the device leaves that memory uninitialised.
+
+#[rustfmt::skip]
+#[allow(non_camel_case_types, non_upper_case_globals, dead_code, clippy::all)]
+mod bindings;
+mod plan;
+
+pub use plan::MAX_HEAD_DIM;
+
+use crate::call::{Dtype, KvCacheCall};
+use crate::mate::{DEFAULT_MP, SchedulerMetadata};
+use crate::numeric::{e4m3fn_from_f32, e4m3fn_to_f32};
+use crate::tensor::{DEFAULT_MEMORY_CAP, HostTensor, Tensors};
+use bindings as ffi;
+use half::{bf16, f16};
+use ndarray::{ArrayD, IxDyn};
+use plan::Plan;
+use rayon::prelude::*;
+use thiserror::Error;
+
+/// Where the forward's scheduler metadata comes from.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum MetadataSource {
+    /// The call's `scheduler_metadata` tensor when it passes one, else none (single-tile
+    /// scheduler, one split, no combine).
+    FromCall,
+    /// Metadata computed from the call's own values ([`crate::mate::scheduler_metadata`]), as
+    /// a fresh SGLang injection for this very call would give.
+    Computed,
+    /// No metadata, whatever the call passes.
+    None,
+}
+
+/// The instruction-set variant of the forward tile.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Isa {
+    Portable,
+    X86Avx2Fma,
+    X86Avx512,
+}
+
+impl Isa {
+    /// The best variant this CPU runs.
+    pub fn detect() -> Isa {
+        #[cfg(target_arch = "x86_64")]
+        {
+            if is_x86_feature_detected!("avx512f") && is_x86_feature_detected!("avx512vl") {
+                return Isa::X86Avx512;
+            }
+            if is_x86_feature_detected!("avx2") && is_x86_feature_detected!("fma") {
+                return Isa::X86Avx2Fma;
+            }
+        }
+        Isa::Portable
+    }
+
+    fn code(self) -> i32 {
+        (match self {
+            Isa::Portable => ffi::FA3_ISA_PORTABLE,
+            Isa::X86Avx2Fma => ffi::FA3_ISA_X86_AVX2_FMA,
+            Isa::X86Avx512 => ffi::FA3_ISA_X86_AVX512,
+        }) as i32
+    }
+}
+
+#[derive(Clone, Debug, PartialEq)]
+pub struct KernelOptions {
+    /// Multiprocessor count of the modelled device (split heuristic, metadata).
+    pub mp: usize,
+    pub metadata: MetadataSource,
+    /// `None`: the best variant this CPU supports.
+    pub isa: Option<Isa>,
+    /// Cap on the bytes the kernel allocates (outputs, split partials, workspaces).
+    pub memory_cap: usize,
+}
+
+impl Default for KernelOptions {
+    fn default() -> Self {
+        KernelOptions {
+            mp: DEFAULT_MP,
+            metadata: MetadataSource::FromCall,
+            isa: None,
+            memory_cap: DEFAULT_MEMORY_CAP,
+        }
+    }
+}
+
+#[derive(Debug, Error, PartialEq)]
+pub enum KernelError {
+    /// The call or its tensors are outside what the kernel path takes (validation should have
+    /// rejected it, or it would make the device read or write out of bounds).
+    #[error("kernel: {0}")]
+    Rejected(String),
+    #[error("kernel: needs {needed} bytes, over the cap of {cap} bytes")]
+    OverCap { needed: u128, cap: usize },
+}
+
+/// What the forward produced.
+#[derive(Clone, Debug, PartialEq)]
+pub struct KernelOutput {
+    /// `(b, seqlen_q, h, dv)` or `(total_q, h, dv)`; dtype of q (bf16 for fp8 q).
+    pub out: HostTensor,
+    /// float32 `(b, h, seqlen_q)` or `(h, total_q)`.
+    pub lse: HostTensor,
+    /// The caches after the append-KV pass (unchanged without new keys).
+    pub k_cache: HostTensor,
+    pub v_cache: HostTensor,
+    /// The metadata the forward consumed, if any.
+    pub metadata: Option<SchedulerMetadata>,
+    /// S_F, the forward's split count (1 without metadata).
+    pub num_splits: usize,
+}
+
+/// A tensor's data in its storage dtype, owned for the duration of the C calls.
+struct Buffer {
+    bytes: Vec<u8>,
+    dtype: Dtype,
+    numel: usize,
+}
+
+fn dtype_code(dtype: Dtype) -> i32 {
+    (match dtype {
+        Dtype::Float16 => ffi::FA3_DTYPE_F16,
+        Dtype::Bfloat16 => ffi::FA3_DTYPE_BF16,
+        Dtype::Float8E4m3fn => ffi::FA3_DTYPE_E4M3,
+        _ => ffi::FA3_DTYPE_F32,
+    }) as i32
+}
+
+fn storage_dtype(dtype: Dtype) -> Dtype {
+    match dtype {
+        Dtype::Float16 | Dtype::Bfloat16 | Dtype::Float8E4m3fn => dtype,
+        _ => Dtype::Float32,
+    }
+}
+
+impl Buffer {
+    fn encode(dtype: Dtype, values: impl ExactSizeIterator<Item = f64>) -> Buffer {
+        let dtype = storage_dtype(dtype);
+        let numel = values.len();
+        let mut bytes = Vec::with_capacity(numel * dtype.size_bytes());
+        for x in values {
+            match dtype {
+                Dtype::Float16 => bytes.extend(f16::from_f64(x).to_le_bytes()),
+                Dtype::Bfloat16 => bytes.extend(bf16::from_f64(x).to_le_bytes()),
+                Dtype::Float8E4m3fn => bytes.push(e4m3fn_from_f32(x as f32)),
+                _ => bytes.extend((x as f32).to_le_bytes()),
+            }
+        }
+        Buffer {
+            bytes,
+            dtype,
+            numel,
+        }
+    }
+
+    fn of(tensor: &HostTensor) -> Buffer {
+        Buffer::encode(tensor.dtype, tensor.data.iter().copied())
+    }
+
+    fn filled(dtype: Dtype, numel: usize, value: f64) -> Buffer {
+        Buffer::encode(dtype, std::iter::repeat_n(value, numel))
+    }
+
+    fn decode(&self, shape: &[usize]) -> HostTensor {
+        let size = self.dtype.size_bytes();
+        let values = self.bytes.chunks_exact(size).map(|c| match self.dtype {
+            Dtype::Float16 => f16::from_le_bytes([c[0], c[1]]).to_f64(),
+            Dtype::Bfloat16 => bf16::from_le_bytes([c[0], c[1]]).to_f64(),
+            Dtype::Float8E4m3fn => e4m3fn_to_f32(c[0]) as f64,
+            _ => f32::from_le_bytes([c[0], c[1], c[2], c[3]]) as f64,
+        });
+        HostTensor {
+            dtype: self.dtype,
+            data: ArrayD::from_shape_vec(IxDyn(shape), values.collect())
+                .expect("buffer length matches its shape"),
+        }
+    }
+
+    /// The C view of an input, with strides (in elements) for up to four logical dimensions.
+    /// The C code never writes through it.
+    fn view(&self, stride: [usize; 4]) -> ffi::fa3_tensor {
+        self.view_with(self.bytes.as_ptr() as *mut std::ffi::c_void, stride)
+    }
+
+    /// The C view of a buffer the C code writes.
+    fn view_mut(&mut self, stride: [usize; 4]) -> ffi::fa3_tensor {
+        let data = self.bytes.as_mut_ptr().cast();
+        self.view_with(data, stride)
+    }
+
+    fn view_with(&self, data: *mut std::ffi::c_void, stride: [usize; 4]) -> ffi::fa3_tensor {
+        ffi::fa3_tensor {
+            data,
+            numel: self.numel as i64,
+            dtype: dtype_code(self.dtype),
+            stride: stride.map(|s| s as i64),
+        }
+    }
+}
+
+fn absent_tensor() -> ffi::fa3_tensor {
+    ffi::fa3_tensor {
+        data: std::ptr::null_mut(),
+        numel: 0,
+        dtype: ffi::FA3_DTYPE_F32 as i32,
+        stride: [0; 4],
+    }
+}
+
+fn index_view(values: Option<&Vec<i32>>) -> ffi::fa3_index {
+    match values {
+        Some(v) => ffi::fa3_index {
+            data: v.as_ptr(),
+            numel: v.len() as i64,
+        },
+        None => ffi::fa3_index {
+            data: std::ptr::null(),
+            numel: 0,
+        },
+    }
+}
+
+fn int32s(tensors: &Tensors, name: &str) -> Option<Vec<i32>> {
+    plan::ints(tensors, name).map(|v| v.into_iter().map(|x| x as i32).collect())
+}
+
+/// Strides of a 4-D row-major tensor `(a, b, c, d)`: `[b·c·d, c·d, d, 1]`.
+fn strides4(shape: [usize; 4]) -> [usize; 4] {
+    [
+        shape[1] * shape[2] * shape[3],
+        shape[2] * shape[3],
+        shape[3],
+        1,
+    ]
+}
+
+/// Strides (batch, row, head, -) of a `(b, rows, heads, dim)` or varlen `(total, heads, dim)`
+/// tensor: varlen tensors have batch stride 0 (rows are offset by cu_seqlens).
+fn row_strides(heads: usize, dim: usize, rows_per_batch: Option<usize>) -> [usize; 4] {
+    [
+        rows_per_batch.map_or(0, |r| r * heads * dim),
+        heads * dim,
+        dim,
+        1,
+    ]
+}
+
+/// Runs the kernel path on a call the `musa` profile accepted and its materialised tensors.
+pub fn run(
+    call: &KvCacheCall,
+    tensors: &Tensors,
+    options: &KernelOptions,
+) -> Result<KernelOutput, KernelError> {
+    let plan = plan::plan(call, tensors, options)?;
+    let dims = &plan.dims;
+    let (b, h, hk, d, dv) = (
+        dims.batch_size,
+        dims.num_heads,
+        dims.num_heads_k,
+        dims.head_size,
+        dims.head_size_v,
+    );
+    let rows_per_batch = (!dims.varlen_q).then_some(dims.seqlen_q);
+    let accum_batches = if dims.varlen_q { 1 } else { b };
+    let accum_rows = if dims.varlen_q {
+        dims.total_q
+    } else {
+        dims.seqlen_q
+    };
+    let split_outputs = plan.metadata.is_some() && plan.num_splits > 1;
+    let accum_numel = if split_outputs {
+        accum_batches * h * plan.num_splits * accum_rows
+    } else {
+        0
+    };
+    let inputs_bytes: u128 = tensors
+        .values()
+        .map(|t| (t.data.len() * storage_dtype(t.dtype).size_bytes()) as u128)
+        .sum();
+    // Tile workspaces (under a MiB each with tile_m ≤ 256 and head dims ≤ MAX_HEAD_DIM) aside.
+    let needed = inputs_bytes
+        + (dims.total_q * h * (dv + 1) * 4) as u128
+        + (accum_numel * (dv + 1) * 4) as u128;
+    if needed > options.memory_cap as u128 {
+        return Err(KernelError::OverCap {
+            needed,
+            cap: options.memory_cap,
+        });
+    }
+
+    let tensor = |name: &str| tensors.get(name).map(Buffer::of);
+    let q = tensor("q").expect("plan checked q");
+    let mut k_cache = tensor("k_cache").expect("plan checked k_cache");
+    let mut v_cache = tensor("v_cache").expect("plan checked v_cache");
+    let (k_new, v_new, qv) = (tensor("k"), tensor("v"), tensor("qv"));
+    let (cos, sin) = (tensor("rotary_cos"), tensor("rotary_sin"));
+    let f32_tensor = |name: &str| {
+        tensors
+            .get(name)
+            .map(|t| Buffer::encode(Dtype::Float32, t.data.iter().copied()))
+    };
+    let (q_descale, k_descale, v_descale) = (
+        f32_tensor("q_descale"),
+        f32_tensor("k_descale"),
+        f32_tensor("v_descale"),
+    );
+    let sinks = f32_tensor("sinks");
+    let out_numel = dims.total_q * h * dv;
+    let mut out = Buffer::filled(plan.out_dtype, out_numel, f64::NAN);
+    let mut lse = Buffer::filled(Dtype::Float32, dims.total_q * h, f64::NAN);
+    let mut o_accum = Buffer::filled(Dtype::Float32, accum_numel * dv, f64::NAN);
+    let mut lse_accum = Buffer::filled(Dtype::Float32, accum_numel, f64::NAN);
+    let index = |name: &str| int32s(tensors, name);
+    let cu_seqlens_q = index("cu_seqlens_q");
+    let cu_seqlens_k_new = if dims.varlen_new {
+        index("cu_seqlens_k_new")
+    } else {
+        None
+    };
+    let (batch_idx, leftpad, page_table) = (
+        index("cache_batch_idx"),
+        index("cache_leftpad"),
+        index("page_table"),
+    );
+    let rotary_seqlens = index("rotary_seqlens");
+    let metadata = plan.metadata.as_ref();
+    let cache_rows = if dims.paged {
+        dims.page_size
+    } else {
+        dims.seqlen_k
+    };
+    let new_rows = (!dims.varlen_new).then_some(dims.seqlen_new);
+    let opt_view = |buf: &Option<Buffer>, stride: [usize; 4]| {
+        buf.as_ref().map_or_else(absent_tensor, |b| b.view(stride))
+    };
+    let lse_strides = match rows_per_batch {
+        Some(rows) => [h * rows, rows, 1, 0],
+        None => [0, dims.total_q, 1, 0],
+    };
+    let accum_strides = [
+        if dims.varlen_q {
+            0
+        } else {
+            h * plan.num_splits * accum_rows
+        },
+        plan.num_splits * accum_rows,
+        accum_rows,
+        1,
+    ];
+    let mask = plan.mask;
+    let params = ffi::fa3_fwd_params {
+        q: q.view(row_strides(h, d, rows_per_batch)),
+        k_cache: k_cache.view_mut(strides4([dims.cache_batch, cache_rows, hk, d])),
+        v_cache: v_cache.view_mut(strides4([dims.cache_batch, cache_rows, hk, dv])),
+        k_new: opt_view(&k_new, row_strides(hk, d, new_rows)),
+        v_new: opt_view(&v_new, row_strides(hk, dv, new_rows)),
+        qv: opt_view(&qv, row_strides(h, dv, rows_per_batch)),
+        out: out.view_mut(row_strides(h, dv, rows_per_batch)),
+        lse: lse.view_mut(lse_strides),
+        o_accum: o_accum.view_mut(accum_strides.map(|s| s * dv)),
+        lse_accum: lse_accum.view_mut(accum_strides),
+        rotary_cos: opt_view(&cos, [plan.rotary_dim / 2, 1, 0, 0]),
+        rotary_sin: opt_view(&sin, [plan.rotary_dim / 2, 1, 0, 0]),
+        q_descale: opt_view(&q_descale, [hk, 1, 0, 0]),
+        k_descale: opt_view(&k_descale, [hk, 1, 0, 0]),
+        v_descale: opt_view(&v_descale, [hk, 1, 0, 0]),
+        sinks: opt_view(&sinks, [1, 0, 0, 0]),
+        cu_seqlens_q: index_view(cu_seqlens_q.as_ref()),
+        cache_seqlens: index_view(plan.cache_seqlens.as_ref()),
+        cu_seqlens_k_new: index_view(cu_seqlens_k_new.as_ref()),
+        cache_batch_idx: index_view(batch_idx.as_ref()),
+        cache_leftpad: index_view(leftpad.as_ref()),
+        page_table: index_view(page_table.as_ref()),
+        rotary_seqlens: index_view(rotary_seqlens.as_ref()),
+        page_table_stride: dims.pages_per_seq as i64,
+        page_size: dims.page_size as i64,
+        batch: b as i64,
+        seqlen_q: dims.seqlen_q as i64,
+        seqlen_k: dims.seqlen_k as i64,
+        seqlen_k_new: dims.seqlen_new as i64,
+        num_heads: h as i64,
+        num_heads_k: hk as i64,
+        head_dim: d as i64,
+        head_dim_v: dv as i64,
+        rotary_dim: plan.rotary_dim as i64,
+        rotary_interleaved: plan.rotary_interleaved as i32,
+        is_causal: mask.is_causal as i32,
+        is_local: mask.is_local as i32,
+        window_left: mask.window_left,
+        window_right: mask.window_right,
+        attention_chunk: mask.attention_chunk,
+        softmax_scale: plan.softmax_scale as f32,
+        softcap: plan.softcap as f32,
+        pack_gqa: plan.config.pack_gqa as i32,
+        tile_m: plan.config.tile_m as i64,
+        tile_n: plan.config.tile_n as i64,
+        num_splits: plan.num_splits as i64,
+        num_splits_dynamic: index_view(metadata.map(|m| &m.num_splits_dynamic)),
+        batch_table: index_view(metadata.map(|m| &m.batch_table)),
+        num_m_blocks: index_view(metadata.map(|m| &m.num_m_blocks)),
+        isa: options.isa.unwrap_or_else(Isa::detect).code(),
+    };
+    let shared = SharedParams(&params);
+
+    // 1. Append-KV, batch by batch in order (duplicate cache_batch_idx entries: the last wins).
+    if dims.new_kv {
+        for batch in 0..b {
+            // SAFETY: plan() checked every size and index the C code derives from params.
+            unsafe { ffi::fa3_append_kv(shared.0, batch as i64) };
+        }
+    }
+    // 3. Forward tiles (the metadata, step 2, is in the plan), in the scheduler's order.
+    let tiles = schedule(&plan, options.mp);
+    // SAFETY: as above; the C code only reads params.
+    let workspace_len = unsafe { ffi::fa3_fwd_workspace_floats(shared.0) } as usize;
+    // One workspace per chunk of tiles (rayon would re-run a per-item init at every split).
+    let chunk_len = tiles
+        .len()
+        .div_ceil(8 * rayon::current_num_threads())
+        .max(1);
+    tiles.par_chunks(chunk_len).for_each(|chunk| {
+        let shared = &shared;
+        let mut workspace = vec![0f32; workspace_len];
+        for tile in chunk {
+            // SAFETY: tiles write disjoint rows of out/lse/o_accum/lse_accum (batch_table is a
+            // permutation, each tile owns its m-block rows of one head group and split slot).
+            unsafe { ffi::fa3_fwd_tile(shared.0, tile, workspace.as_mut_ptr()) }
+        }
+    });
+    // 4. Combine.
+    if let Some(m) = metadata {
+        (0..b * h).into_par_iter().for_each(|i| {
+            let shared = &shared;
+            let (position, head) = (i / h, i % h);
+            if m.num_splits_dynamic[position] > 1 {
+                // SAFETY: each (position, head) owns its rows of out/lse.
+                unsafe { ffi::fa3_combine(shared.0, position as i64, head as i64) }
+            }
+        });
+    }
+
+    let out_shape = if dims.varlen_q {
+        vec![dims.total_q, h, dv]
+    } else {
+        vec![b, dims.seqlen_q, h, dv]
+    };
+    let lse_shape = if dims.varlen_q {
+        vec![h, dims.total_q]
+    } else {
+        vec![b, h, dims.seqlen_q]
+    };
+    let cache_shape = |dim| [dims.cache_batch, cache_rows, hk, dim];
+    Ok(KernelOutput {
+        out: out.decode(&out_shape),
+        lse: lse.decode(&lse_shape),
+        k_cache: k_cache.decode(&cache_shape(d)),
+        v_cache: v_cache.decode(&cache_shape(dv)),
+        metadata: plan.metadata.clone(),
+        num_splits: plan.num_splits,
+    })
+}
+
+/// The params shared by the worker threads: the C calls read them and write disjoint regions
+/// of the buffers they point to.
+struct SharedParams<'a>(&'a ffi::fa3_fwd_params);
+
+// SAFETY: see `run`: concurrent calls write disjoint memory and only read the rest.
+unsafe impl Sync for SharedParams<'_> {}
+
+/// The forward's work tiles in the order the device's scheduler visits them (§6.9): with
+/// metadata, StaticPersistentTileScheduler's decomposition of t = 0 .. blocks·h′·b·S_F (CTA
+/// `t mod MP` runs them in t order), without it, SingleTileScheduler's grid.
+fn schedule(plan: &Plan, mp: usize) -> Vec<ffi::fa3_tile> {
+    let dims = &plan.dims;
+    let group = dims.num_heads / dims.num_heads_k;
+    let packed_rows = dims.seqlen_q * if plan.config.pack_gqa { group } else { 1 };
+    let blocks = packed_rows.div_ceil(plan.config.tile_m);
+    let heads = if plan.config.pack_gqa {
+        dims.num_heads_k
+    } else {
+        dims.num_heads
+    };
+    let tile = |batch: usize, head_block: usize, m_block: usize, split: usize, splits: i32| {
+        ffi::fa3_tile {
+            batch: batch as i64,
+            head_block: head_block as i64,
+            m_block: m_block as i64,
+            split: split as i64,
+            num_splits_of_batch: splits as i64,
+        }
+    };
+    match &plan.metadata {
+        None => (0..dims.batch_size)
+            .flat_map(|batch| {
+                (0..heads)
+                    .flat_map(move |head| (0..blocks).map(move |m| tile(batch, head, m, 0, 1)))
+            })
+            .collect(),
+        Some(metadata) => {
+            let s = plan.num_splits;
+            let total = blocks * heads * dims.batch_size * s;
+            let mut tiles = Vec::new();
+            // Each CTA c runs t = c, c + MP, ...; listing CTA by CTA keeps that order per CTA.
+            for cta in 0..mp.min(total) {
+                for t in (cta..total).step_by(mp) {
+                    let block = t % blocks;
+                    let u = t / blocks;
+                    let (head_split, position) = (u % (heads * s), u / (heads * s));
+                    let (head, split) = (head_split / s, head_split % s);
+                    let nsd = metadata.num_splits_dynamic[position];
+                    if (split as i64) < nsd as i64
+                        && (block as i64) < metadata.num_m_blocks[position] as i64
+                    {
+                        let batch = metadata.batch_table[position] as usize;
+                        tiles.push(tile(batch, head, block, split, nsd));
+                    }
+                }
+            }
+            tiles
+        }
+    }
+}

@@ -1,0 +1,344 @@
+//! What happens between the Python wrappers and `mha_fwd`: CPython's argument binding, the
+//! operator call (torch's argument parsing, then dispatch on the arguments' devices), and the
+//! Python steps both wrappers share (default scale, `int` `cache_seqlens`, `window_size[i]`).
+
+use super::cuda_state::{
+    Arg, CudaState, OpSchema, OpSource, SchemaParam, SchemaType as T, python_index, python_shape,
+    python_stride_last,
+};
+use super::mha_fwd::expanded_seqlens;
+use crate::call::{Device, PyValue};
+use crate::validate::engine::{Check, Fail, HazardLog, Layer, reject, sites_of};
+use crate::validate::{Exception, Rejection};
+use std::borrow::Cow;
+
+/// The sites of a profile: CPython's binding errors, then every layer list's sites in order.
+pub fn profile_sites(layer_lists: &[&[&Layer<CudaState>]]) -> Vec<&'static str> {
+    let mut sites = vec![
+        "py.binding-unexpected-keyword",
+        "py.binding-multiple-values",
+        "py.binding-missing",
+        "py.binding-too-many",
+    ];
+    for layers in layer_lists {
+        for site in sites_of(layers) {
+            if !sites.contains(&site) {
+                sites.push(site);
+            }
+        }
+    }
+    sites
+}
+
+/// CPython's binding `TypeError`, filed under the site of its message form.
+pub fn binding_rejection(message: String) -> Rejection {
+    const FORMS: [(&str, &str, &str); 4] = [
+        (
+            "py.binding-unexpected-keyword",
+            "flash_attn_with_kvcache() got an unexpected keyword argument '",
+            "'",
+        ),
+        (
+            "py.binding-multiple-values",
+            "flash_attn_with_kvcache() got multiple values for argument '",
+            "'",
+        ),
+        (
+            "py.binding-missing",
+            "flash_attn_with_kvcache() missing ",
+            "",
+        ),
+        (
+            "py.binding-too-many",
+            "flash_attn_with_kvcache() takes ",
+            "",
+        ),
+    ];
+    for (site, prefix, suffix) in FORMS {
+        if let Some(rest) = message.strip_prefix(prefix) {
+            let arg = rest.strip_suffix(suffix).unwrap_or(rest);
+            return reject(Fail::with(site, [arg.to_string()]));
+        }
+    }
+    // `bind` only produces the four forms above.
+    Rejection {
+        site: "py.binding-unexpected-keyword",
+        exception: Exception::TypeError,
+        message,
+    }
+}
+
+/// `softmax_scale = (q.shape[-1] + (qv.shape[-1] if qv is not None else 0)) ** (-0.5)` when the
+/// caller passed none (both wrappers, cuda-fa3.md A.4 step 3).
+pub fn default_scale(s: &mut CudaState) -> Result<(), Fail> {
+    let given = s.py("softmax_scale");
+    if !given.is_none() {
+        s.softmax_scale = given.as_number().unwrap_or(f64::NAN);
+        return Ok(());
+    }
+    let d = python_shape(s.py("q"), -1)?;
+    let qv = s.py("qv");
+    let dv = if qv.is_none() {
+        0
+    } else {
+        python_shape(qv, -1)?
+    };
+    if d + dv == 0 {
+        return Err(Fail::new("py.zero-power"));
+    }
+    s.softmax_scale = ((d + dv) as f64).powf(-0.5);
+    Ok(())
+}
+
+/// The tensor whose `shape[0]` sizes an `int` `cache_seqlens`.
+#[derive(Clone, Copy)]
+pub enum SeqlensLength {
+    /// Upstream FA3: `q.shape[0]`.
+    QRows,
+    /// sgl-kernel 0.3.21: `k_cache.shape[0]`.
+    CacheRows,
+}
+
+/// `if cache_seqlens is not None and isinstance(cache_seqlens, int)`: `torch.full((n,), value,
+/// dtype=torch.int32, device=k_cache.device)`.
+pub fn expand_int_seqlens(s: &mut CudaState, length: SeqlensLength) -> Result<(), Fail> {
+    let Some(value) = s.py("cache_seqlens").as_int() else {
+        return Ok(());
+    };
+    let (name, source) = match length {
+        SeqlensLength::QRows => ("q.shape[0]", "q"),
+        SeqlensLength::CacheRows => ("k_cache.shape[0]", "k_cache"),
+    };
+    let n = python_shape(s.py(source), 0)?;
+    if i32::try_from(value).is_err() {
+        return Err(Fail::new("aten.full-overflow"));
+    }
+    let device = s.py("k_cache").as_tensor().and_then(|t| t.device);
+    let expanded = expanded_seqlens(n, value, device);
+    if python_batch(s) != Some(n) {
+        s.hazard(
+            "H-CUDA-INT-SEQLENS-EXPANDED",
+            &[&value.to_string(), &n.to_string(), name],
+        );
+    }
+    s.seqused_k = expanded;
+    Ok(())
+}
+
+/// The batch size `mha_fwd` will derive, when the Python values already tell it.
+fn python_batch(s: &CudaState) -> Option<usize> {
+    match s.py("cu_seqlens_q") {
+        PyValue::None => s.py("q").as_tensor()?.size(0),
+        cu => cu.as_tensor()?.size(0)?.checked_sub(1),
+    }
+}
+
+/// `window_size[0]`, `window_size[1]` as the wrapper evaluates them for the operator call.
+pub fn index_window(s: &mut CudaState) -> Result<(), Fail> {
+    let window = s.py("window_size");
+    let left = python_index(window, 0)?;
+    let right = python_index(window, 1)?;
+    s.window = [left, right];
+    Ok(())
+}
+
+/// The value the operator receives for a schema parameter.
+fn op_value<'a>(s: &'a CudaState, source: OpSource) -> Cow<'a, PyValue> {
+    match source {
+        OpSource::Tensor(arg) => Cow::Borrowed(s.value(arg)),
+        OpSource::Python(name) => Cow::Borrowed(s.py(name)),
+        OpSource::AlwaysNone => Cow::Owned(PyValue::None),
+        OpSource::SoftmaxScale => match s.py("softmax_scale") {
+            PyValue::None => Cow::Owned(PyValue::Float(s.softmax_scale)),
+            given => Cow::Borrowed(given),
+        },
+        OpSource::WindowLeft => Cow::Borrowed(&s.window[0]),
+        OpSource::WindowRight => Cow::Borrowed(&s.window[1]),
+        OpSource::AttentionChunk => Cow::Borrowed(&s.attention_chunk),
+    }
+}
+
+/// torch's argument parser: each argument against its schema type, in schema order.
+fn argument_types(s: &mut CudaState) -> Result<(), Fail> {
+    for param in s.op.params {
+        let value = op_value(s, param.source);
+        if !param.ty.accepts(&value) {
+            return Err(Fail::with(
+                "torch.op-arg-type",
+                [
+                    s.op.name.to_string(),
+                    param.ty.display().to_string(),
+                    param.name.to_string(),
+                    value.type_name().to_string(),
+                ],
+            ));
+        }
+    }
+    Ok(())
+}
+
+/// The dispatcher picks the highest backend among all tensor arguments (CUDA outranks CPU; a
+/// `musa` tensor is a PrivateUse1 tensor to torch, which outranks CUDA). Both operators register
+/// a CUDA kernel only (cuda-fa3.md A.5; sglang@b5493f65b sgl-kernel/csrc/flash_extension.cc).
+fn dispatch(s: &mut CudaState) -> Result<(), Fail> {
+    let devices = s.op.params.iter().filter_map(|p| {
+        op_value(s, p.source)
+            .as_tensor()
+            .map(|t| t.device_or(Device::Cuda))
+    });
+    let highest = devices.max_by_key(|d| match d {
+        Device::Cpu => 0,
+        Device::Cuda => 1,
+        Device::Musa => 2,
+    });
+    let backend = match highest {
+        None | Some(Device::Cuda) => return Ok(()),
+        Some(Device::Cpu) => "CPU",
+        Some(Device::Musa) => "PrivateUse1",
+    };
+    Err(Fail::with(
+        "torch.no-kernel",
+        [s.op.name.to_string(), backend.to_string()],
+    ))
+}
+
+/// Calling the operator from Python: argument parsing, then dispatch.
+pub static OP_CALL: Layer<CudaState> = Layer {
+    name: "operator call",
+    checks: &[
+        Check {
+            name: "argument types",
+            sites: &["torch.op-arg-type"],
+            run: argument_types,
+        },
+        Check {
+            name: "dispatch",
+            sites: &["torch.no-kernel"],
+            run: dispatch,
+        },
+    ],
+};
+
+const fn p(name: &'static str, ty: T, source: OpSource) -> SchemaParam {
+    SchemaParam { name, ty, source }
+}
+
+use OpSource::{AlwaysNone, Python, Tensor as Tn};
+
+/// `flash_attn_3::_flash_attn_forward`, the `torch.library.custom_op` upstream's wrapper calls
+/// (`flash_attn_interface.py:L59-95`; schema inferred from the annotations).
+pub static FA3_CUSTOM_OP: OpSchema = OpSchema {
+    name: "flash_attn_3::_flash_attn_forward",
+    params: &[
+        p("q", T::Tensor, Tn(Arg::Q)),
+        p("k", T::Tensor, Tn(Arg::K)),
+        p("v", T::Tensor, Tn(Arg::V)),
+        p("k_new", T::OptionalTensor, Tn(Arg::KNew)),
+        p("v_new", T::OptionalTensor, Tn(Arg::VNew)),
+        p("qv", T::OptionalTensor, Tn(Arg::QV)),
+        p("out_", T::OptionalTensor, AlwaysNone),
+        p("cu_seqlens_q", T::OptionalTensor, Tn(Arg::CuSeqlensQ)),
+        p("cu_seqlens_k", T::OptionalTensor, AlwaysNone),
+        p(
+            "cu_seqlens_k_new",
+            T::OptionalTensor,
+            Tn(Arg::CuSeqlensKNew),
+        ),
+        p("seqused_q", T::OptionalTensor, AlwaysNone),
+        p("seqused_k", T::OptionalTensor, Tn(Arg::SequsedK)),
+        p("max_seqlen_q", T::OptionalInt, Python("max_seqlen_q")),
+        p("max_seqlen_k", T::OptionalInt, AlwaysNone),
+        p("page_table", T::OptionalTensor, Tn(Arg::PageTable)),
+        p("kv_batch_idx", T::OptionalTensor, Tn(Arg::KvBatchIdx)),
+        p("leftpad_k", T::OptionalTensor, Tn(Arg::LeftpadK)),
+        p("rotary_cos", T::OptionalTensor, Tn(Arg::RotaryCos)),
+        p("rotary_sin", T::OptionalTensor, Tn(Arg::RotarySin)),
+        p("seqlens_rotary", T::OptionalTensor, Tn(Arg::SeqlensRotary)),
+        p("q_descale", T::OptionalTensor, Tn(Arg::QDescale)),
+        p("k_descale", T::OptionalTensor, Tn(Arg::KDescale)),
+        p("v_descale", T::OptionalTensor, Tn(Arg::VDescale)),
+        p("softmax_scale", T::OptionalFloat, OpSource::SoftmaxScale),
+        p("causal", T::Bool, Python("causal")),
+        p("window_size_left", T::Int, OpSource::WindowLeft),
+        p("window_size_right", T::Int, OpSource::WindowRight),
+        p("attention_chunk", T::Int, OpSource::AttentionChunk),
+        p("softcap", T::Float, Python("softcap")),
+        p("rotary_interleaved", T::Bool, Python("rotary_interleaved")),
+        p(
+            "scheduler_metadata",
+            T::OptionalTensor,
+            Tn(Arg::SchedulerMetadata),
+        ),
+        p("num_splits", T::Int, Python("num_splits")),
+        p("pack_gqa", T::OptionalBool, Python("pack_gqa")),
+        p("sm_margin", T::Int, Python("sm_margin")),
+    ],
+};
+
+/// `sgl_kernel::fwd` (sglang@b5493f65b sgl-kernel/csrc/flash_extension.cc), called positionally.
+pub static SGL_FWD_OP: OpSchema = OpSchema {
+    name: "sgl_kernel::fwd",
+    params: &[
+        p("q", T::Tensor, Tn(Arg::Q)),
+        p("k", T::Tensor, Tn(Arg::K)),
+        p("v", T::Tensor, Tn(Arg::V)),
+        p("k_new", T::OptionalTensor, Tn(Arg::KNew)),
+        p("v_new", T::OptionalTensor, Tn(Arg::VNew)),
+        p("q_v", T::OptionalTensor, Tn(Arg::QV)),
+        p("out", T::OptionalTensor, AlwaysNone),
+        p("cu_seqlens_q", T::OptionalTensor, Tn(Arg::CuSeqlensQ)),
+        p("cu_seqlens_k", T::OptionalTensor, AlwaysNone),
+        p(
+            "cu_seqlens_k_new",
+            T::OptionalTensor,
+            Tn(Arg::CuSeqlensKNew),
+        ),
+        p("seqused_q", T::OptionalTensor, AlwaysNone),
+        p("seqused_k", T::OptionalTensor, Tn(Arg::SequsedK)),
+        p("max_seqlen_q", T::OptionalInt, Python("max_seqlen_q")),
+        p("max_seqlen_k", T::OptionalInt, AlwaysNone),
+        p("page_table", T::OptionalTensor, Tn(Arg::PageTable)),
+        p("kv_batch_idx", T::OptionalTensor, Tn(Arg::KvBatchIdx)),
+        p("leftpad_k", T::OptionalTensor, Tn(Arg::LeftpadK)),
+        p("rotary_cos", T::OptionalTensor, Tn(Arg::RotaryCos)),
+        p("rotary_sin", T::OptionalTensor, Tn(Arg::RotarySin)),
+        p("seqlens_rotary", T::OptionalTensor, Tn(Arg::SeqlensRotary)),
+        p("q_descale", T::OptionalTensor, Tn(Arg::QDescale)),
+        p("k_descale", T::OptionalTensor, Tn(Arg::KDescale)),
+        p("v_descale", T::OptionalTensor, Tn(Arg::VDescale)),
+        p("softmax_scale", T::OptionalFloat, OpSource::SoftmaxScale),
+        p("is_causal", T::Bool, Python("causal")),
+        p("window_size_left", T::Int, OpSource::WindowLeft),
+        p("window_size_right", T::Int, OpSource::WindowRight),
+        p("attention_chunk", T::Int, OpSource::AttentionChunk),
+        p("softcap", T::Float, Python("softcap")),
+        p(
+            "is_rotary_interleaved",
+            T::Bool,
+            Python("rotary_interleaved"),
+        ),
+        p(
+            "scheduler_metadata",
+            T::OptionalTensor,
+            Tn(Arg::SchedulerMetadata),
+        ),
+        p("num_splits", T::Int, Python("num_splits")),
+        p("pack_gqa", T::OptionalBool, Python("pack_gqa")),
+        p("sm_margin", T::Int, Python("sm_margin")),
+        p("sinks", T::OptionalTensor, Tn(Arg::Sinks)),
+    ],
+};
+
+/// The arguments a wrapper's `maybe_contiguous` calls touch, in source order.
+pub fn maybe_contiguous_all(s: &mut CudaState, args: &[Arg]) -> Result<(), Fail> {
+    args.iter().try_for_each(|&arg| s.maybe_contiguous(arg))
+}
+
+/// `x.stride(-1) == 1` of a Python wrapper's stride assert, failing with `site`.
+pub fn assert_last_stride(s: &CudaState, name: &str, site: &'static str) -> Result<(), Fail> {
+    if python_stride_last(s.py(name))? == 1 {
+        Ok(())
+    } else {
+        Err(Fail::new(site))
+    }
+}

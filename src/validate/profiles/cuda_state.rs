@@ -1,0 +1,456 @@
+//! The per-call state every CUDA layer reads and writes: the bound Python arguments, what the Python
+//! layer turned them into (the operator's arguments), and what `mha_fwd` derived from them.
+//!
+//! One state type serves the Python layers of `fa3`/`fa3-stable`/`sgl-kernel`, the operator-call
+//! layer and the shared C++ layer ([`super::mha_fwd`]), so that a profile is just a list of layers.
+
+use crate::call::{BoundArgs, Device, PyValue, TensorArg};
+use crate::validate::engine::{Fail, HazardLog};
+use crate::validate::{Hazard, Resolved};
+
+/// Which C++ front end raised a `TORCH_CHECK`: the message text differs, the checks do not
+/// (cuda-fa3.md §0.2).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Flavour {
+    /// `flash_api.cpp`: `TORCH_CHECK`, whole-shape `CHECK_SHAPE` messages, implicit
+    /// `data_ptr<T>()` dtype checks.
+    Legacy,
+    /// `flash_api_stable.cpp`: `STD_TORCH_CHECK` with the `func, FILE:LINE, ` prefix and
+    /// per-dimension `CHECK_SHAPE` messages; no implicit dtype checks.
+    Stable,
+}
+
+/// A tensor argument of the C++ operator, named as `mha_fwd` names it in its messages.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Arg {
+    Q,
+    K,
+    V,
+    KNew,
+    VNew,
+    QV,
+    CuSeqlensQ,
+    CuSeqlensKNew,
+    SequsedK,
+    PageTable,
+    KvBatchIdx,
+    LeftpadK,
+    RotaryCos,
+    RotarySin,
+    SeqlensRotary,
+    QDescale,
+    KDescale,
+    VDescale,
+    SchedulerMetadata,
+    Sinks,
+}
+
+impl Arg {
+    /// The C++ variable name (what `CHECK_*` messages print).
+    pub fn cpp(self) -> &'static str {
+        match self {
+            Arg::Q => "q",
+            Arg::K => "k",
+            Arg::V => "v",
+            Arg::KNew => "k_new",
+            Arg::VNew => "v_new",
+            Arg::QV => "q_v",
+            Arg::CuSeqlensQ => "cu_seqlens_q",
+            Arg::CuSeqlensKNew => "cu_seqlens_k_new",
+            Arg::SequsedK => "seqused_k",
+            Arg::PageTable => "page_table",
+            Arg::KvBatchIdx => "kv_batch_idx",
+            Arg::LeftpadK => "leftpad_k",
+            Arg::RotaryCos => "rotary_cos",
+            Arg::RotarySin => "rotary_sin",
+            Arg::SeqlensRotary => "seqlens_rotary",
+            Arg::QDescale => "q_descale",
+            Arg::KDescale => "k_descale",
+            Arg::VDescale => "v_descale",
+            Arg::SchedulerMetadata => "scheduler_metadata",
+            Arg::Sinks => "sinks",
+        }
+    }
+
+    /// The Python parameter of `flash_attn_with_kvcache` that feeds it.
+    pub fn python(self) -> &'static str {
+        match self {
+            Arg::Q => "q",
+            Arg::K => "k_cache",
+            Arg::V => "v_cache",
+            Arg::KNew => "k",
+            Arg::VNew => "v",
+            Arg::QV => "qv",
+            Arg::CuSeqlensQ => "cu_seqlens_q",
+            Arg::CuSeqlensKNew => "cu_seqlens_k_new",
+            Arg::SequsedK => "cache_seqlens",
+            Arg::PageTable => "page_table",
+            Arg::KvBatchIdx => "cache_batch_idx",
+            Arg::LeftpadK => "cache_leftpad",
+            Arg::RotaryCos => "rotary_cos",
+            Arg::RotarySin => "rotary_sin",
+            Arg::SeqlensRotary => "rotary_seqlens",
+            Arg::QDescale => "q_descale",
+            Arg::KDescale => "k_descale",
+            Arg::VDescale => "v_descale",
+            Arg::SchedulerMetadata => "scheduler_metadata",
+            Arg::Sinks => "sinks",
+        }
+    }
+
+    fn bit(self) -> u32 {
+        1 << (self as u32)
+    }
+}
+
+/// Sizes `mha_fwd` derives (`flash_api.cpp:L758-775`), as C++ `int`s (held in `i64`).
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct MhaSizes {
+    pub batch_size: i64,
+    pub seqlen_q: i64,
+    pub total_q: i64,
+    pub num_heads: i64,
+    pub head_size: i64,
+    pub head_size_v: i64,
+    pub max_num_pages_per_seq: i64,
+    pub num_pages: i64,
+    pub page_size: i64,
+    pub seqlen_k: i64,
+    pub total_k: i64,
+    pub num_heads_k: i64,
+    pub batch_size_k: i64,
+    pub seqlen_k_new: i64,
+    pub total_k_new: i64,
+}
+
+/// The mask and heuristics `mha_fwd` resolved (cuda-fa3.md D.1, D.4–D.6).
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct MhaResolution {
+    pub is_causal: bool,
+    pub is_local: bool,
+    /// `params.window_size_left/right` after normalisation (D.1).
+    pub window_left: i64,
+    pub window_right: i64,
+    pub attention_chunk: i64,
+    pub softcap: f64,
+    pub is_varlen: bool,
+    pub pagedkv_tma: bool,
+    /// `params.num_splits`: a C++ `int`, so a huge requested value wraps.
+    pub num_splits: i64,
+    pub pack_gqa: bool,
+    pub tile_m: i64,
+    pub tile_n: i64,
+    pub head_size_rounded: i64,
+    pub head_size_v_rounded: i64,
+    /// Whether the scheduler-metadata block of `mha_fwd` runs, and the size it expects.
+    pub metadata_needed: bool,
+    pub metadata_size: i64,
+}
+
+/// What the Python layer made of `cache_seqlens` (the operator's `seqused_k`).
+#[derive(Clone, Debug, PartialEq)]
+pub enum SequsedK {
+    /// The caller's value, passed through unchanged.
+    Passed,
+    /// An `int` expanded to an int32 tensor by the wrapper (held as the `Tensor` value).
+    Expanded(PyValue),
+}
+
+/// The state of one call as it travels through a CUDA profile's layers.
+pub struct CudaState {
+    pub bound: BoundArgs,
+    pub flavour: Flavour,
+    /// The operator called from Python (`flash_attn_3::_flash_attn_forward`, `sgl_kernel::fwd`).
+    pub op: &'static OpSchema,
+    pub seqused_k: SequsedK,
+    /// The softmax scale the wrapper passes (it always passes one).
+    pub softmax_scale: f64,
+    /// `window_size[0]`, `window_size[1]` as the wrapper indexed them.
+    pub window: [PyValue; 2],
+    /// The `attention_chunk` the operator receives.
+    pub attention_chunk: PyValue,
+    /// Arguments a `maybe_contiguous` copied (bit per [`Arg`]): they are contiguous afterwards.
+    made_contiguous: u32,
+    pub sizes: MhaSizes,
+    pub resolution: MhaResolution,
+    /// The stable build's per-dimension `CHECK_SHAPE` text of the failing check.
+    pub stable_shape_detail: Option<String>,
+    /// Set by the sgl-kernel FA4 path, which resolves the call differently.
+    pub fa4: Option<Box<Resolved>>,
+    pub hazards: Vec<Hazard>,
+}
+
+impl HazardLog for CudaState {
+    fn hazards(&mut self) -> &mut Vec<Hazard> {
+        &mut self.hazards
+    }
+}
+
+impl CudaState {
+    pub fn new(bound: BoundArgs, flavour: Flavour, op: &'static OpSchema) -> CudaState {
+        CudaState {
+            bound,
+            flavour,
+            op,
+            seqused_k: SequsedK::Passed,
+            softmax_scale: 0.0,
+            window: [PyValue::Int(-1), PyValue::Int(-1)],
+            attention_chunk: PyValue::Int(0),
+            made_contiguous: 0,
+            sizes: MhaSizes::default(),
+            resolution: MhaResolution::default(),
+            stable_shape_detail: None,
+            fa4: None,
+            hazards: Vec::new(),
+        }
+    }
+
+    /// The effective value of a Python parameter.
+    pub fn py(&self, name: &str) -> &PyValue {
+        self.bound.get(name)
+    }
+
+    /// The value the operator receives for `arg`.
+    pub fn value(&self, arg: Arg) -> &PyValue {
+        match (&self.seqused_k, arg) {
+            (SequsedK::Expanded(v), Arg::SequsedK) => v,
+            _ => self.bound.get(arg.python()),
+        }
+    }
+
+    /// The tensor the operator receives for `arg` (`None` for `None`).
+    pub fn tensor(&self, arg: Arg) -> Option<&TensorArg> {
+        self.value(arg).as_tensor()
+    }
+
+    /// The tensor for an argument that is always present once the Python layer has run.
+    pub fn required(&self, arg: Arg) -> &TensorArg {
+        self.tensor(arg).expect(
+            "the Python layer and the operator schema guarantee q, k_cache, v_cache are tensors",
+        )
+    }
+
+    pub fn has(&self, arg: Arg) -> bool {
+        self.tensor(arg).is_some()
+    }
+
+    /// `maybe_contiguous(x)`: `x.contiguous() if x is not None and x.stride(-1) != 1 else x`.
+    pub fn maybe_contiguous(&mut self, arg: Arg) -> Result<(), Fail> {
+        let value = self.value(arg);
+        if value.is_none() {
+            return Ok(());
+        }
+        if python_stride_last(value)? != 1 {
+            self.made_contiguous |= arg.bit();
+        }
+        Ok(())
+    }
+
+    /// `x.stride(-1)` as the operator sees it (after any `maybe_contiguous` copy).
+    pub fn stride_last(&self, arg: Arg) -> Result<usize, Fail> {
+        let t = self.required_or_err(arg);
+        if self.made_contiguous & arg.bit() != 0 {
+            return Ok(1);
+        }
+        t.stride_of(-1)
+            .ok_or_else(|| Fail::with(sites::DIM_NO_DIMS, ["-1".to_string()]))
+    }
+
+    /// `x.is_contiguous()` as the operator sees it.
+    pub fn is_contiguous(&self, arg: Arg) -> bool {
+        self.made_contiguous & arg.bit() != 0 || self.required_or_err(arg).is_contiguous()
+    }
+
+    pub fn device(&self, arg: Arg) -> Device {
+        self.required_or_err(arg).device_or(Device::Cuda)
+    }
+
+    fn required_or_err(&self, arg: Arg) -> &TensorArg {
+        self.tensor(arg)
+            .expect("C++ checks only inspect tensors the schema check let through")
+    }
+
+    /// `x.size(dim)` with ATen's `IndexError` for a dimension out of range.
+    pub fn size(&self, arg: Arg, dim: isize) -> Result<i64, Fail> {
+        aten_size(self.required(arg), dim)
+    }
+}
+
+/// ATen's `size(dim)`: `IndexError` texts verified in cuda-fa3.md §B "Derived sizes".
+pub fn aten_size(t: &TensorArg, dim: isize) -> Result<i64, Fail> {
+    if let Some(s) = t.size(dim) {
+        return Ok(s as i64);
+    }
+    let n = t.ndim() as i64;
+    if n == 0 {
+        return Err(Fail::with(sites::DIM_NO_DIMS, [dim.to_string()]));
+    }
+    Err(Fail::with(
+        sites::DIM_RANGE,
+        [(-n).to_string(), (n - 1).to_string(), dim.to_string()],
+    ))
+}
+
+/// Python's `x.stride(-1)` on an arbitrary argument value.
+pub fn python_stride_last(value: &PyValue) -> Result<usize, Fail> {
+    let t = python_tensor(value, "stride")?;
+    t.stride_of(-1)
+        .ok_or_else(|| Fail::with(sites::DIM_NO_DIMS, ["-1".to_string()]))
+}
+
+/// Python's `x.shape[index]` on an arbitrary argument value.
+pub fn python_shape(value: &PyValue, index: isize) -> Result<usize, Fail> {
+    python_tensor(value, "shape")?
+        .size(index)
+        .ok_or_else(|| Fail::new(sites::TUPLE_INDEX))
+}
+
+/// The tensor behind `value`, or the `AttributeError` Python raises when reading `attribute`.
+pub fn python_tensor<'a>(value: &'a PyValue, attribute: &str) -> Result<&'a TensorArg, Fail> {
+    value.as_tensor().ok_or_else(|| {
+        Fail::with(
+            sites::NO_ATTRIBUTE,
+            [value.type_name().to_string(), attribute.to_string()],
+        )
+    })
+}
+
+/// Python's `seq[i]` for `i` in 0 and 1, as `window_size[0]` evaluates it.
+pub fn python_index(value: &PyValue, index: usize) -> Result<PyValue, Fail> {
+    let out_of_range = |site| Err(Fail::new(site));
+    match value {
+        PyValue::Tuple(items) => items
+            .get(index)
+            .cloned()
+            .map_or_else(|| out_of_range(sites::TUPLE_INDEX), Ok),
+        PyValue::List(items) => items
+            .get(index)
+            .cloned()
+            .map_or_else(|| out_of_range(sites::LIST_INDEX), Ok),
+        PyValue::Str(s) => s
+            .chars()
+            .nth(index)
+            .map(|c| PyValue::Str(c.to_string()))
+            .map_or_else(|| out_of_range(sites::STR_INDEX), Ok),
+        PyValue::Tensor(t) => tensor_element(t, index),
+        other => Err(Fail::with(
+            sites::NOT_SUBSCRIPTABLE,
+            [other.type_name().to_string()],
+        )),
+    }
+}
+
+/// `t[i]` of a 1-D tensor: a 0-d tensor holding the element (its value when the spec gave values).
+fn tensor_element(t: &TensorArg, index: usize) -> Result<PyValue, Fail> {
+    let len = aten_size(t, 0)? as usize;
+    if index >= len {
+        return Err(Fail::with(
+            sites::TENSOR_INDEX,
+            [index.to_string(), "0".to_string(), len.to_string()],
+        ));
+    }
+    let mut element = TensorArg::new(t.dtype, &t.shape[1..]);
+    element.device = t.device;
+    element.values = t.values.as_ref().and_then(|v| {
+        let per = element.numel().unwrap_or(0).max(1);
+        let all = v.to_i64();
+        (all.len() >= (index + 1) * per)
+            .then(|| crate::call::TensorValues::Int(all[index * per..(index + 1) * per].to_vec()))
+    });
+    Ok(PyValue::Tensor(element))
+}
+
+/// One parameter of an operator schema.
+pub struct SchemaParam {
+    pub name: &'static str,
+    pub ty: SchemaType,
+    /// Where the Python layer takes the value from.
+    pub source: OpSource,
+}
+
+/// The schema types of the two operators' parameters.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum SchemaType {
+    Tensor,
+    OptionalTensor,
+    Int,
+    OptionalInt,
+    Float,
+    OptionalFloat,
+    Bool,
+    OptionalBool,
+}
+
+impl SchemaType {
+    /// How torch's argument parser names the type in its error message.
+    pub fn display(self) -> &'static str {
+        match self {
+            SchemaType::Tensor => "Tensor",
+            SchemaType::OptionalTensor => "Optional[Tensor]",
+            SchemaType::Int => "int",
+            SchemaType::OptionalInt => "Optional[int]",
+            SchemaType::Float => "float",
+            SchemaType::OptionalFloat => "Optional[float]",
+            SchemaType::Bool => "bool",
+            SchemaType::OptionalBool => "Optional[bool]",
+        }
+    }
+
+    /// Whether torch converts `value` (cuda-fa3.md A.5: one-element tensors for `int`, Python
+    /// ints for `float` and `bool`; a `bool` is not an `int` here: torch's `THPUtils_checkLong`
+    /// excludes it).
+    pub fn accepts(self, value: &PyValue) -> bool {
+        let scalar = |t: &TensorArg| t.numel() == Some(1);
+        match (self, value) {
+            (
+                SchemaType::OptionalTensor
+                | SchemaType::OptionalInt
+                | SchemaType::OptionalFloat
+                | SchemaType::OptionalBool,
+                PyValue::None,
+            ) => true,
+            (SchemaType::Tensor | SchemaType::OptionalTensor, v) => v.as_tensor().is_some(),
+            (SchemaType::Int | SchemaType::OptionalInt, PyValue::Int(_)) => true,
+            (SchemaType::Int | SchemaType::OptionalInt, PyValue::Tensor(t)) => scalar(t),
+            (SchemaType::Float | SchemaType::OptionalFloat, v) => {
+                matches!(v, PyValue::Float(_) | PyValue::Int(_) | PyValue::Bool(_))
+            }
+            (SchemaType::Bool | SchemaType::OptionalBool, v) => {
+                matches!(v, PyValue::Bool(_) | PyValue::Int(_))
+            }
+            _ => false,
+        }
+    }
+}
+
+/// Where an operator argument comes from.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum OpSource {
+    Tensor(Arg),
+    /// A Python parameter passed through unchanged.
+    Python(&'static str),
+    /// Always `None` from `flash_attn_with_kvcache`.
+    AlwaysNone,
+    SoftmaxScale,
+    WindowLeft,
+    WindowRight,
+    AttentionChunk,
+}
+
+/// An operator as the dispatcher sees it: qualified name and parameters in schema order.
+pub struct OpSchema {
+    pub name: &'static str,
+    pub params: &'static [SchemaParam],
+}
+
+/// Error-site ids of generic Python / ATen / dispatcher errors, shared by every CUDA profile.
+pub mod sites {
+    pub const NO_ATTRIBUTE: &str = "py.no-attribute";
+    pub const TUPLE_INDEX: &str = "py.tuple-index";
+    pub const LIST_INDEX: &str = "py.list-index";
+    pub const STR_INDEX: &str = "py.str-index";
+    pub const NOT_SUBSCRIPTABLE: &str = "py.not-subscriptable";
+    pub const TENSOR_INDEX: &str = "aten.tensor-index";
+    pub const DIM_NO_DIMS: &str = "aten.dim-no-dims";
+    pub const DIM_RANGE: &str = "aten.dim-range";
+}

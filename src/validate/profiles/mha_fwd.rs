@@ -1,0 +1,999 @@
+//! The C++ `mha_fwd` of FlashAttention-3 `hopper/`, shared by `fa3`, `fa3-stable` and `sgl-kernel`
+//! (whose sgl-flash-attn@f866ec34 copy has the same checks plus a sinks block, sgl-kernel-cuda.md E.2).
+//!
+//! Modelled device: one Hopper H100 SXM (sm90, 132 SMs); every build feature enabled (upstream:
+//! `setup.py` defaults; sgl-kernel: only DISABLE_BACKWARD/DROPOUT/UNEVEN_K/SM8x, none of which
+//! touches `mha_fwd`'s checks). Checks that cannot fire under these assumptions or from
+//! `flash_attn_with_kvcache` (which always passes `out`, `cu_seqlens_k`, `seqused_q`, `max_seqlen_k`
+//! as `None` and fixes the last-dimension stride of q/k/v/k_new/v_new/page_table) are not listed:
+//! B.1, B.3, B.9, B.10c, B.12, B.16b, B.19, B.22, B.25, B.26, B.27h, B.29d, B.34 of cuda-fa3.md.
+//! Site ids follow that section's numbering (`fa3.B-17a` is the first shape check of B.17).
+
+use super::cuda_state::{Arg, CudaState, Flavour, MhaResolution, MhaSizes, SequsedK};
+use crate::call::{Device, Dtype, PyValue, TensorArg};
+use crate::validate::engine::{Check, Fail, HazardLog, Layer};
+use crate::validate::{LseLayout, Rejection, Resolved};
+
+/// Streaming multiprocessors of the modelled device: H100 SXM5 has 132 (H100 PCIe 114, H200 132).
+pub const NUM_SM: i64 = 132;
+/// `get_max_headdim()` with every head dimension compiled.
+const MAX_HEADDIM: i64 = 256;
+/// Stand-in for the build machine's absolute path that `__FILE__` expands to in the stable build
+/// (`setup.py:217` passes absolute source paths, so the real prefix is build-dependent).
+pub const STABLE_FILE: &str = "<build>/hopper/flash_api_stable.cpp";
+
+fn ensure(ok: bool, site: &'static str) -> Result<(), Fail> {
+    if ok { Ok(()) } else { Err(Fail::new(site)) }
+}
+
+fn on_cuda(s: &CudaState, arg: Arg, site: &'static str) -> Result<(), Fail> {
+    ensure(s.device(arg) == Device::Cuda, site)
+}
+
+fn contiguous(s: &CudaState, arg: Arg, site: &'static str) -> Result<(), Fail> {
+    ensure(s.is_contiguous(arg), site)
+}
+
+fn dtype_is(s: &CudaState, arg: Arg, dtype: Dtype, site: &'static str) -> Result<(), Fail> {
+    ensure(s.required(arg).dtype == dtype, site)
+}
+
+fn q_dtype(s: &CudaState) -> Dtype {
+    s.required(Arg::Q).dtype
+}
+
+/// `CHECK_SHAPE(x, expected...)`. Legacy fails with one message for any difference; the stable
+/// build reports the rank, then the first differing dimension (cuda-fa3.md 0.5), which is kept
+/// in the state for [`render`].
+fn shape(s: &mut CudaState, arg: Arg, expected: &[i64], site: &'static str) -> Result<(), Fail> {
+    let t = s.required(arg);
+    let name = arg.cpp();
+    let detail = if t.ndim() != expected.len() {
+        Some(format!(
+            "{name} must have {} dimensions, got {}",
+            expected.len(),
+            t.ndim()
+        ))
+    } else {
+        t.shape
+            .iter()
+            .zip(expected)
+            .enumerate()
+            .find(|(_, (actual, want))| **actual as i64 != **want)
+            .map(|(i, (actual, want))| {
+                format!("{name} dimension {i} must have size {want}, got {actual}")
+            })
+    };
+    match detail {
+        None => Ok(()),
+        Some(detail) => {
+            s.stable_shape_detail = Some(detail);
+            Err(Fail::new(site))
+        }
+    }
+}
+
+/// An integer argument as the operator converted it: an `int`, or a one-element tensor (whose
+/// value the spec must give; without values it counts as -1, i.e. "unbounded").
+pub fn op_int(value: &PyValue) -> i64 {
+    match value {
+        PyValue::Int(i) => *i,
+        PyValue::Bool(b) => *b as i64,
+        PyValue::Float(f) => *f as i64,
+        PyValue::Tensor(t) => t
+            .int_values()
+            .and_then(|v| v.first().copied())
+            .unwrap_or(-1),
+        _ => 0,
+    }
+}
+
+fn op_float(value: &PyValue) -> f64 {
+    value.as_number().unwrap_or(0.0)
+}
+
+fn op_bool(value: &PyValue) -> bool {
+    value.truthy().unwrap_or(false)
+}
+
+/// The C++ `int` a 64-bit value is truncated to when stored in `Flash_fwd_params`.
+fn as_c_int(x: i64) -> i64 {
+    x as i32 as i64
+}
+
+macro_rules! check {
+    ($name:literal, [$($site:literal),*], $run:expr) => {
+        Check { name: $name, sites: &[$($site),*], run: $run }
+    };
+}
+
+/// `mha_fwd` from its first check to the fp8 descales (`flash_api.cpp:L711-L1146`).
+pub static MHA_FWD: Layer<CudaState> = Layer {
+    name: "mha_fwd",
+    checks: &[
+        check!("q dtype", ["fa3.B-2"], |s| ensure(
+            q_dtype(s).is_attention_input(),
+            "fa3.B-2"
+        )),
+        check!("k dtype", ["fa3.B-4"], |s| ensure(
+            s.required(Arg::K).dtype == q_dtype(s),
+            "fa3.B-4"
+        )),
+        check!("v dtype", ["fa3.B-5"], |s| ensure(
+            s.required(Arg::V).dtype == q_dtype(s),
+            "fa3.B-5"
+        )),
+        check!("q device", ["fa3.B-6"], |s| on_cuda(s, Arg::Q, "fa3.B-6")),
+        check!("k device", ["fa3.B-7"], |s| on_cuda(s, Arg::K, "fa3.B-7")),
+        check!("v device", ["fa3.B-8"], |s| on_cuda(s, Arg::V, "fa3.B-8")),
+        check!("page_table", ["fa3.B-10a", "fa3.B-10b"], |s| {
+            if s.has(Arg::PageTable) {
+                on_cuda(s, Arg::PageTable, "fa3.B-10a")?;
+                dtype_is(s, Arg::PageTable, Dtype::Int32, "fa3.B-10b")?;
+            }
+            Ok(())
+        }),
+        check!(
+            "cu_seqlens_q",
+            ["fa3.B-11a", "fa3.B-11b", "fa3.B-11c", "fa3.B-11d"],
+            |s| {
+                if s.has(Arg::CuSeqlensQ) {
+                    on_cuda(s, Arg::CuSeqlensQ, "fa3.B-11a")?;
+                    contiguous(s, Arg::CuSeqlensQ, "fa3.B-11b")?;
+                    dtype_is(s, Arg::CuSeqlensQ, Dtype::Int32, "fa3.B-11c")?;
+                    ensure(!s.py("max_seqlen_q").is_none(), "fa3.B-11d")?;
+                }
+                Ok(())
+            }
+        ),
+        check!("derived sizes", ["aten.dim-range"], derive_sizes),
+        check!("batch sizes", ["fa3.B-13"], |s| {
+            let z = &s.sizes;
+            ensure(
+                s.has(Arg::KvBatchIdx) || z.batch_size == z.batch_size_k,
+                "fa3.B-13",
+            )
+        }),
+        check!("head size", ["fa3.B-14"], |s| ensure(
+            s.sizes.head_size <= MAX_HEADDIM,
+            "fa3.B-14"
+        )),
+        check!("heads divide", ["fa3.B-15"], |s| {
+            let z = &s.sizes;
+            if z.num_heads_k == 0 {
+                // Integer division by zero in C++: the process dies, nothing is raised.
+                s.hazard("H-CUDA-HEADS-K-ZERO", &[]);
+                return Ok(());
+            }
+            ensure(z.num_heads % z.num_heads_k == 0, "fa3.B-15")
+        }),
+        check!("different V head dim", ["fa3.B-16a", "fa3.B-16c"], |s| {
+            let (d, dv) = (s.sizes.head_size, s.sizes.head_size_v);
+            if dv != d {
+                ensure(
+                    (d > 128 && d <= 192 && dv > 96 && dv <= 128) || (d <= 64 && dv <= 512),
+                    "fa3.B-16a",
+                )?;
+                // B.16b (`Only Hopper supports different V headdim`) passes on sm90.
+                if dv > 256 {
+                    ensure(
+                        matches!(q_dtype(s), Dtype::Float16 | Dtype::Bfloat16),
+                        "fa3.B-16c",
+                    )?;
+                }
+            }
+            Ok(())
+        }),
+        check!("q shape", ["fa3.B-17a", "fa3.B-17b", "fa3.B-17c"], |s| {
+            let z = s.sizes.clone();
+            if s.has(Arg::CuSeqlensQ) {
+                shape(
+                    s,
+                    Arg::Q,
+                    &[z.total_q, z.num_heads, z.head_size],
+                    "fa3.B-17b",
+                )?;
+                shape(s, Arg::CuSeqlensQ, &[z.batch_size + 1], "fa3.B-17c")
+            } else {
+                let expected = [z.batch_size, z.seqlen_q, z.num_heads, z.head_size];
+                shape(s, Arg::Q, &expected, "fa3.B-17a")
+            }
+        }),
+        check!(
+            "cache shapes",
+            [
+                "fa3.B-18a",
+                "fa3.B-18b",
+                "fa3.B-18c",
+                "fa3.B-18d",
+                "fa3.B-18e"
+            ],
+            |s| {
+                let z = s.sizes.clone();
+                if s.has(Arg::PageTable) {
+                    let k = [z.num_pages, z.page_size, z.num_heads_k, z.head_size];
+                    shape(s, Arg::K, &k, "fa3.B-18c")?;
+                    let v = [z.num_pages, z.page_size, z.num_heads_k, z.head_size_v];
+                    shape(s, Arg::V, &v, "fa3.B-18d")?;
+                    let pt = [z.batch_size_k, z.max_num_pages_per_seq];
+                    shape(s, Arg::PageTable, &pt, "fa3.B-18e")
+                } else {
+                    let k = [z.batch_size_k, z.seqlen_k, z.num_heads_k, z.head_size];
+                    shape(s, Arg::K, &k, "fa3.B-18a")?;
+                    let v = [z.batch_size_k, z.seqlen_k, z.num_heads_k, z.head_size_v];
+                    shape(s, Arg::V, &v, "fa3.B-18b")
+                }
+            }
+        ),
+        check!(
+            "seqused_k",
+            ["fa3.B-20a", "fa3.B-20b", "fa3.B-20c", "fa3.B-20d"],
+            |s| per_batch_int32(
+                s,
+                Arg::SequsedK,
+                ["fa3.B-20a", "fa3.B-20b", "fa3.B-20c", "fa3.B-20d"]
+            )
+        ),
+        check!(
+            "leftpad_k",
+            ["fa3.B-21a", "fa3.B-21b", "fa3.B-21c", "fa3.B-21d"],
+            |s| per_batch_int32(
+                s,
+                Arg::LeftpadK,
+                ["fa3.B-21a", "fa3.B-21b", "fa3.B-21c", "fa3.B-21d"]
+            )
+        ),
+        check!("head size alignment", ["fa3.B-23", "fa3.B-24"], |s| {
+            let alignment = if q_dtype(s) == Dtype::Float8E4m3fn {
+                16
+            } else {
+                8
+            };
+            let fail = |site| Err(Fail::with(site, [alignment.to_string()]));
+            if s.sizes.head_size % alignment != 0 {
+                return fail("fa3.B-23");
+            }
+            if s.sizes.head_size_v % alignment != 0 {
+                return fail("fa3.B-24");
+            }
+            Ok(())
+        }),
+        check!(
+            "k_new",
+            [
+                "fa3.B-27a",
+                "fa3.B-27b",
+                "fa3.B-27c",
+                "fa3.B-27d1",
+                "fa3.B-27d2",
+                "fa3.B-27d3",
+                "fa3.B-27e",
+                "fa3.B-27f",
+                "fa3.B-27g1",
+                "fa3.B-27g2",
+                "aten.dim-range",
+                "fa3.B-27i1",
+                "fa3.B-27i2",
+                "fa3.B-27i3",
+                "fa3.B-27i4",
+                "fa3.B-27i5"
+            ],
+            check_k_new
+        ),
+        check!("heuristics", [], |s| {
+            resolve(s);
+            Ok(())
+        }),
+        check!(
+            "scheduler_metadata",
+            ["fa3.B-28a", "fa3.B-28b", "fa3.B-28c", "fa3.B-28d"],
+            |s| {
+                if !s.has(Arg::SchedulerMetadata) {
+                    return Ok(());
+                }
+                if !s.resolution.metadata_needed {
+                    s.hazard("H-CUDA-SCHEDULER-METADATA-IGNORED", &[]);
+                    return Ok(());
+                }
+                on_cuda(s, Arg::SchedulerMetadata, "fa3.B-28a")?;
+                let size = s.resolution.metadata_size;
+                shape(s, Arg::SchedulerMetadata, &[size], "fa3.B-28b")?;
+                contiguous(s, Arg::SchedulerMetadata, "fa3.B-28c")?;
+                dtype_is(s, Arg::SchedulerMetadata, Dtype::Int32, "fa3.B-28d")
+            }
+        ),
+        check!(
+            "q_v",
+            [
+                "fa3.B-29a",
+                "fa3.B-29b",
+                "fa3.B-29c",
+                "fa3.B-29e",
+                "fa3.B-29f",
+                "aten.dim-no-dims",
+                "fa3.B-29g",
+                "fa3.B-29h1",
+                "fa3.B-29h2"
+            ],
+            check_q_v
+        ),
+        check!(
+            "rotary",
+            [
+                "fa3.B-30a",
+                "fa3.B-30b1",
+                "fa3.B-30b2",
+                "aten.dim-range",
+                "fa3.B-30c",
+                "fa3.B-30d",
+                "fa3.B-30e",
+                "fa3.B-30f",
+                "fa3.B-30g",
+                "fa3.B-30h",
+                "fa3.B-30i1",
+                "fa3.B-30i2",
+                "fa3.B-30j",
+                "fa3.B-30k",
+                "fa3.B-30l1",
+                "fa3.B-30l2",
+                "fa3.B-30l3",
+                "fa3.B-30l4"
+            ],
+            check_rotary
+        ),
+        check!(
+            "kv_batch_idx",
+            ["fa3.B-31a", "fa3.B-31b", "fa3.B-31c"],
+            |s| {
+                if s.has(Arg::KvBatchIdx) {
+                    on_cuda(s, Arg::KvBatchIdx, "fa3.B-31a")?;
+                    contiguous(s, Arg::KvBatchIdx, "fa3.B-31b")?;
+                    dtype_is(s, Arg::KvBatchIdx, Dtype::Int32, "fa3.B-31c")?;
+                }
+                Ok(())
+            }
+        ),
+        check!("num_splits", ["fa3.B-32"], |s| {
+            let n = s.resolution.num_splits;
+            ensure(n <= 256, "fa3.B-32")
+        }),
+        check!(
+            "fp8 descales",
+            [
+                "fa3.B-33a",
+                "fa3.B-33b",
+                "aten.scalar-type",
+                "fa3.B-33c",
+                "fa3.B-33d",
+                "fa3.B-33e",
+                "fa3.B-33f"
+            ],
+            check_descales
+        ),
+    ],
+};
+
+/// The sinks block sgl-flash-attn@f866ec34 adds after the descales (sgl-kernel-cuda.md E.2).
+pub static SINKS: Layer<CudaState> = Layer {
+    name: "mha_fwd sinks (sgl-flash-attn)",
+    checks: &[check!(
+        "sinks",
+        ["sgl.E3-29a", "sgl.E3-29b", "sgl.E3-29c", "sgl.E3-29d"],
+        |s| {
+            if s.has(Arg::Sinks) {
+                dtype_is(s, Arg::Sinks, Dtype::Bfloat16, "sgl.E3-29a")?;
+                on_cuda(s, Arg::Sinks, "sgl.E3-29b")?;
+                let heads = s.sizes.num_heads;
+                shape(s, Arg::Sinks, &[heads], "sgl.E3-29c")?;
+                contiguous(s, Arg::Sinks, "sgl.E3-29d")?;
+            }
+            Ok(())
+        }
+    )],
+};
+
+/// The launch: `run_mha_fwd`'s `params.num_splits >= 1`, then the empty-KV fast path.
+pub static LAUNCH: Layer<CudaState> = Layer {
+    name: "mha_fwd launch",
+    checks: &[check!("run_mha_fwd", ["fa3.B-35"], |s| {
+        let z = &s.sizes;
+        if z.total_q > 0 && z.total_k + z.total_k_new > 0 && z.num_heads_k > 0 {
+            ensure(s.resolution.num_splits >= 1, "fa3.B-35")
+        } else {
+            if z.total_q > 0 && z.num_heads_k > 0 {
+                s.hazard("H-CUDA-EMPTY-KV", &[]);
+            }
+            Ok(())
+        }
+    })],
+};
+
+/// Sizes read from the tensors, in source order (each `size()` can raise `IndexError`).
+fn derive_sizes(s: &mut CudaState) -> Result<(), Fail> {
+    let q = s.required(Arg::Q);
+    let varlen_q = s.has(Arg::CuSeqlensQ);
+    let paged = s.has(Arg::PageTable);
+    let mut z = MhaSizes::default();
+    // `q.sizes()[i]` is an unchecked read; q has rank >= 1 here (the wrapper read q.shape[-1]).
+    let unchecked = |i: usize| q.shape.get(i).copied().unwrap_or(0) as i64;
+    if varlen_q {
+        z.batch_size = as_c_int(s.size(Arg::CuSeqlensQ, 0)? - 1);
+        z.seqlen_q = as_c_int(op_int(s.py("max_seqlen_q")));
+        z.total_q = unchecked(0);
+    } else {
+        z.batch_size = unchecked(0);
+        z.seqlen_q = unchecked(1);
+        z.total_q = z.batch_size * z.seqlen_q;
+    }
+    z.num_heads = s.size(Arg::Q, -2)?;
+    z.head_size = s.size(Arg::Q, -1)?;
+    z.head_size_v = s.size(Arg::V, -1)?;
+    if paged {
+        z.max_num_pages_per_seq = s.size(Arg::PageTable, 1)?;
+        z.num_pages = s.size(Arg::K, 0)?;
+        z.page_size = s.size(Arg::K, 1)?;
+        z.seqlen_k = z.max_num_pages_per_seq * z.page_size;
+    } else {
+        z.page_size = 1;
+        z.seqlen_k = s.size(Arg::K, 1)?;
+    }
+    z.total_k = z.batch_size * s.size(Arg::K, 1)?;
+    z.num_heads_k = s.size(Arg::K, -2)?;
+    z.batch_size_k = if paged {
+        s.size(Arg::PageTable, 0)?
+    } else {
+        s.size(Arg::K, 0)?
+    };
+    s.sizes = z;
+    Ok(())
+}
+
+/// `seqused_k` / `leftpad_k`: dtype first, then device, contiguity, shape (B.20, B.21).
+fn per_batch_int32(s: &mut CudaState, arg: Arg, sites: [&'static str; 4]) -> Result<(), Fail> {
+    if !s.has(arg) {
+        return Ok(());
+    }
+    dtype_is(s, arg, Dtype::Int32, sites[0])?;
+    on_cuda(s, arg, sites[1])?;
+    contiguous(s, arg, sites[2])?;
+    let b = s.sizes.batch_size;
+    shape(s, arg, &[b], sites[3])
+}
+
+fn check_k_new(s: &mut CudaState) -> Result<(), Fail> {
+    if !s.has(Arg::KNew) {
+        if s.has(Arg::VNew) {
+            s.hazard("H-CUDA-V-WITHOUT-K", &[]);
+        }
+        if s.has(Arg::CuSeqlensKNew) {
+            s.hazard("H-CUDA-CU-SEQLENS-K-NEW-WITHOUT-K", &[]);
+        }
+        return Ok(());
+    }
+    ensure(s.has(Arg::VNew), "fa3.B-27a")?;
+    ensure(s.has(Arg::SequsedK), "fa3.B-27b")?;
+    ensure(s.sizes.seqlen_q <= s.sizes.seqlen_k, "fa3.B-27c")?;
+    let varlen_new = s.has(Arg::CuSeqlensKNew);
+    if varlen_new {
+        on_cuda(s, Arg::CuSeqlensKNew, "fa3.B-27d1")?;
+        contiguous(s, Arg::CuSeqlensKNew, "fa3.B-27d2")?;
+        dtype_is(s, Arg::CuSeqlensKNew, Dtype::Int32, "fa3.B-27d3")?;
+    }
+    let q_type = q_dtype(s);
+    dtype_is(s, Arg::KNew, q_type, "fa3.B-27e")?;
+    dtype_is(s, Arg::VNew, q_type, "fa3.B-27f")?;
+    on_cuda(s, Arg::KNew, "fa3.B-27g1")?;
+    on_cuda(s, Arg::VNew, "fa3.B-27g2")?;
+    // B.27h (last-dimension strides) cannot fail: both wrappers made k/v contiguous.
+    let z = s.sizes.clone();
+    if varlen_new {
+        let total = s.size(Arg::KNew, 0)?;
+        s.sizes.total_k_new = total;
+        shape(
+            s,
+            Arg::KNew,
+            &[total, z.num_heads_k, z.head_size],
+            "fa3.B-27i3",
+        )?;
+        shape(
+            s,
+            Arg::VNew,
+            &[total, z.num_heads_k, z.head_size_v],
+            "fa3.B-27i4",
+        )?;
+        shape(s, Arg::CuSeqlensKNew, &[z.batch_size + 1], "fa3.B-27i5")
+    } else {
+        let seqlen_new = s.size(Arg::KNew, 1)?;
+        s.sizes.seqlen_k_new = seqlen_new;
+        s.sizes.total_k_new = z.batch_size * seqlen_new;
+        let k = [z.batch_size, seqlen_new, z.num_heads_k, z.head_size];
+        shape(s, Arg::KNew, &k, "fa3.B-27i1")?;
+        let v = [z.batch_size, seqlen_new, z.num_heads_k, z.head_size_v];
+        shape(s, Arg::VNew, &v, "fa3.B-27i2")
+    }
+}
+
+fn check_q_v(s: &mut CudaState) -> Result<(), Fail> {
+    if !s.has(Arg::QV) {
+        return Ok(());
+    }
+    let z = s.sizes.clone();
+    ensure(z.head_size <= 64, "fa3.B-29a")?;
+    ensure(z.head_size_v >= 256, "fa3.B-29b")?;
+    let q_type = q_dtype(s);
+    ensure(
+        matches!(q_type, Dtype::Float16 | Dtype::Bfloat16),
+        "fa3.B-29c",
+    )?;
+    // B.29d (`params.arch == 90`) passes on sm90.
+    dtype_is(s, Arg::QV, q_type, "fa3.B-29e")?;
+    on_cuda(s, Arg::QV, "fa3.B-29f")?;
+    // q_v is not passed through maybe_contiguous by either wrapper.
+    ensure(s.stride_last(Arg::QV)? == 1, "fa3.B-29g")?;
+    if s.has(Arg::CuSeqlensQ) {
+        let expected = [z.total_q, z.num_heads, z.head_size_v];
+        shape(s, Arg::QV, &expected, "fa3.B-29h2")
+    } else {
+        let expected = [z.batch_size, z.seqlen_q, z.num_heads, z.head_size_v];
+        shape(s, Arg::QV, &expected, "fa3.B-29h1")
+    }
+}
+
+fn check_rotary(s: &mut CudaState) -> Result<(), Fail> {
+    if !s.has(Arg::RotaryCos) {
+        if s.has(Arg::RotarySin) {
+            s.hazard("H-CUDA-ROTARY-IGNORED", &["rotary_sin"]);
+        }
+        if s.has(Arg::SeqlensRotary) {
+            s.hazard("H-CUDA-ROTARY-IGNORED", &["rotary_seqlens"]);
+        }
+        return Ok(());
+    }
+    ensure(s.has(Arg::KNew), "fa3.B-30a")?;
+    on_cuda(s, Arg::RotaryCos, "fa3.B-30b1")?;
+    contiguous(s, Arg::RotaryCos, "fa3.B-30b2")?;
+    let rotary_dim = as_c_int(s.size(Arg::RotaryCos, 1)? * 2);
+    ensure(rotary_dim <= s.sizes.head_size, "fa3.B-30c")?;
+    ensure(rotary_dim % 16 == 0, "fa3.B-30d")?;
+    let seqlen_ro = s.size(Arg::RotaryCos, 0)?;
+    if s.has(Arg::PageTable) {
+        ensure(seqlen_ro >= s.sizes.seqlen_k, "fa3.B-30e")?;
+    }
+    shape(s, Arg::RotaryCos, &[seqlen_ro, rotary_dim / 2], "fa3.B-30f")?;
+    let q_type = q_dtype(s);
+    dtype_is(s, Arg::RotaryCos, q_type, "fa3.B-30g")?;
+    ensure(s.has(Arg::RotarySin), "fa3.B-30h")?;
+    on_cuda(s, Arg::RotarySin, "fa3.B-30i1")?;
+    contiguous(s, Arg::RotarySin, "fa3.B-30i2")?;
+    shape(s, Arg::RotarySin, &[seqlen_ro, rotary_dim / 2], "fa3.B-30j")?;
+    dtype_is(s, Arg::RotarySin, q_type, "fa3.B-30k")?;
+    if s.has(Arg::SeqlensRotary) {
+        on_cuda(s, Arg::SeqlensRotary, "fa3.B-30l1")?;
+        contiguous(s, Arg::SeqlensRotary, "fa3.B-30l2")?;
+        dtype_is(s, Arg::SeqlensRotary, Dtype::Int32, "fa3.B-30l3")?;
+        let b = s.sizes.batch_size;
+        shape(s, Arg::SeqlensRotary, &[b], "fa3.B-30l4")?;
+    }
+    Ok(())
+}
+
+fn check_descales(s: &mut CudaState) -> Result<(), Fail> {
+    let descales = [
+        (Arg::QDescale, "fa3.B-33a", "fa3.B-33b"),
+        (Arg::KDescale, "fa3.B-33c", "fa3.B-33d"),
+        (Arg::VDescale, "fa3.B-33e", "fa3.B-33f"),
+    ];
+    if q_dtype(s) != Dtype::Float8E4m3fn {
+        for (arg, _, _) in descales {
+            if s.has(arg) {
+                s.hazard("H-CUDA-DESCALE-IGNORED", &[arg.python()]);
+            }
+        }
+        return Ok(());
+    }
+    let expected = [s.sizes.batch_size, s.sizes.num_heads_k];
+    for (arg, device_site, shape_site) in descales {
+        if !s.has(arg) {
+            continue;
+        }
+        on_cuda(s, arg, device_site)?;
+        shape(s, arg, &expected, shape_site)?;
+        // `data_ptr<float>()`: an implicit dtype check of the legacy build only (cuda-fa3.md 0.6).
+        let dtype = s.required(arg).dtype;
+        if s.flavour == Flavour::Legacy && dtype != Dtype::Float32 {
+            return Err(Fail::with(
+                "aten.scalar-type",
+                ["Float".to_string(), dtype.aten_name().to_string()],
+            ));
+        }
+    }
+    Ok(())
+}
+
+/// Window/causal resolution (D.1), tiles (D.3), paged-KV TMA (D.4), splits (D.5), pack_gqa (D.6)
+/// and the scheduler-metadata size (C.3), for the modelled sm90 device.
+fn resolve(s: &mut CudaState) {
+    let z = s.sizes.clone();
+    let paged = s.has(Arg::PageTable);
+    let mut causal = op_bool(s.py("causal"));
+    let mut wl = op_int(&s.window[0]);
+    let mut wr = op_int(&s.window[1]);
+    let chunk = op_int(&s.attention_chunk);
+    // mha_fwd L796-805 (runs before the shape checks; it raises nothing).
+    if wl >= z.seqlen_k - 1 {
+        wl = -1;
+    }
+    if wr >= z.seqlen_q - 1 {
+        wr = -1;
+    }
+    if z.seqlen_q == 1
+        && wl == -1
+        && wr == -1
+        && chunk == 0
+        && (z.head_size <= 64 || z.head_size > 128 || !paged)
+    {
+        causal = false;
+    }
+    if causal {
+        wr = 0;
+    }
+    // set_params_fprop L146-160 (C++ ints).
+    let (wl, wr, chunk) = (as_c_int(wl), as_c_int(wr), as_c_int(chunk));
+    let is_causal = wl < 0 && wr == 0 && chunk == 0;
+    let is_local = (wl >= 0 || wr >= 0 || chunk >= 1) && !is_causal;
+    let mut window_left = if wl < 0 { z.seqlen_k - 1 } else { wl };
+    let mut window_right = if wr < 0 { z.seqlen_q - 1 } else { wr };
+    if chunk > 0 {
+        window_left = window_left.min(chunk - 1);
+        window_right = window_right.min(chunk - 1);
+    }
+    let softcap = op_float(s.py("softcap"));
+    if softcap < 0.0 {
+        s.hazard("H-CUDA-SOFTCAP-NEGATIVE", &[]);
+    }
+    let is_varlen = s.has(Arg::CuSeqlensQ) || s.has(Arg::SequsedK) || s.has(Arg::LeftpadK);
+    let elt = if q_dtype(s) == Dtype::Float8E4m3fn {
+        1
+    } else {
+        2
+    };
+    let d_rounded = round_up_headdim(z.head_size);
+    let dv_rounded = if z.head_size_v == z.head_size {
+        d_rounded
+    } else {
+        round_up_headdimv(z.head_size_v)
+    };
+    let group = if z.num_heads_k > 0 {
+        z.num_heads / z.num_heads_k
+    } else {
+        0
+    };
+    let has_softcap = softcap > 0.0;
+    let pagedkv_tma = paged && !s.has(Arg::LeftpadK) && !s.has(Arg::KNew) && {
+        let (bm, bn) = tile_size_fwd_sm90(
+            d_rounded,
+            dv_rounded,
+            is_causal,
+            is_local,
+            elt,
+            false,
+            has_softcap,
+        );
+        bn > 0 && z.page_size % bn == 0 && z.seqlen_q * group > bm
+    };
+    let paged_non_tma = paged && !pagedkv_tma;
+    let (tile_m, tile_n) = tile_size_fwd_sm90(
+        d_rounded,
+        dv_rounded,
+        is_causal,
+        is_local,
+        elt,
+        paged_non_tma,
+        has_softcap,
+    );
+    let requested = op_int(s.py("num_splits"));
+    let num_sm = NUM_SM - op_int(s.py("sm_margin"));
+    let num_splits = if requested <= 0 {
+        let seqlen_k_loaded = if is_local {
+            0.max(z.seqlen_k.min(window_right + window_left + 1 + tile_m))
+        } else {
+            z.seqlen_k
+        };
+        let n_blocks = ceil_div(seqlen_k_loaded, tile_n);
+        let m_blocks = ceil_div(z.seqlen_q * group, tile_m);
+        let kv_bytes = as_c_int(z.seqlen_k * (z.head_size + z.head_size_v) * elt);
+        let total_m = if is_varlen { 1 } else { z.batch_size } * z.num_heads_k * m_blocks;
+        num_splits_heuristic(
+            total_m,
+            num_sm,
+            n_blocks,
+            m_blocks,
+            kv_bytes,
+            is_causal || is_local,
+            128,
+        )
+    } else {
+        as_c_int(requested)
+    };
+    let pack_gqa = match s.py("pack_gqa") {
+        PyValue::None => {
+            paged_non_tma
+                || num_splits > 1
+                || (z.num_heads != z.num_heads_k
+                    && (s.has(Arg::CuSeqlensQ) || should_pack_gqa(z.seqlen_q, group, tile_m)))
+        }
+        explicit => op_bool(explicit),
+    };
+    let needs_semaphore = ((is_causal || is_local) && num_splits == 1) || is_varlen;
+    let vectors =
+        i64::from(is_varlen) * 2 + i64::from(!is_local) + i64::from(is_causal || is_local);
+    let b_rounded = ceil_div(z.batch_size, 4) * 4;
+    s.resolution = MhaResolution {
+        is_causal,
+        is_local,
+        window_left,
+        window_right,
+        attention_chunk: chunk,
+        softcap,
+        is_varlen,
+        pagedkv_tma,
+        num_splits,
+        pack_gqa,
+        tile_m,
+        tile_n,
+        head_size_rounded: d_rounded,
+        head_size_v_rounded: dv_rounded,
+        metadata_needed: needs_semaphore || is_varlen,
+        metadata_size: vectors * b_rounded + i64::from(needs_semaphore),
+    };
+}
+
+fn ceil_div(a: i64, b: i64) -> i64 {
+    if b == 0 { 0 } else { (a + b - 1).div_euclid(b) }
+}
+
+/// `round_up_headdim` with every head dimension compiled (`flash_api.cpp:L492-509`).
+pub fn round_up_headdim(d: i64) -> i64 {
+    [64, 96, 128, 192, 256]
+        .into_iter()
+        .find(|&r| d <= r)
+        .unwrap_or(256)
+}
+
+/// `round_up_headdimv` (`flash_api.cpp:L511-518`).
+pub fn round_up_headdimv(d: i64) -> i64 {
+    [64, 96, 128, 192, 256]
+        .into_iter()
+        .find(|&r| d <= r)
+        .unwrap_or(512)
+}
+
+/// `(kBlockM, kBlockN)` of `tile_size_fwd_sm90` (`tile_size.h:10-55`), `v_colmajor = false`.
+pub fn tile_size_fwd_sm90(
+    d: i64,
+    dv: i64,
+    causal: bool,
+    local: bool,
+    element_size: i64,
+    paged_non_tma: bool,
+    softcap: bool,
+) -> (i64, i64) {
+    if element_size == 2 {
+        match d {
+            ..=64 if dv == 512 => (64, 64),
+            ..=64 if dv == 256 => (128, 96),
+            ..=64 => (
+                192,
+                if causal || local || paged_non_tma {
+                    128
+                } else {
+                    192
+                },
+            ),
+            ..=96 => (192, if local || paged_non_tma { 128 } else { 144 }),
+            ..=128 => (
+                128,
+                if causal || local || paged_non_tma {
+                    128
+                } else {
+                    176
+                },
+            ),
+            ..=192 => (
+                128,
+                if paged_non_tma || local {
+                    96
+                } else if dv <= 128 {
+                    128
+                } else {
+                    112
+                },
+            ),
+            _ => (128, if local { 64 } else { 80 }),
+        }
+    } else {
+        match d {
+            ..=64 => (192, 160),
+            ..=96 => (192, 128),
+            ..=128 => (
+                128,
+                if paged_non_tma {
+                    160
+                } else if softcap && local {
+                    192
+                } else {
+                    224
+                },
+            ),
+            ..=192 => (
+                128,
+                if (paged_non_tma || softcap) && local {
+                    128
+                } else {
+                    160
+                },
+            ),
+            _ => (128, if local { 64 } else { 128 }),
+        }
+    }
+}
+
+/// `should_pack_gqa` for non-varlen q (`heuristics.h:9-17`), in float as the source computes it.
+fn should_pack_gqa(seqlen_q: i64, group: i64, block_m: i64) -> bool {
+    let round_up = |a: i64| ceil_div(a, block_m) * block_m;
+    let nopack = seqlen_q as f32 / round_up(seqlen_q) as f32;
+    let pack = (seqlen_q * group) as f32 / round_up(seqlen_q * group) as f32;
+    f64::from(nopack) < 0.9 * f64::from(pack)
+}
+
+/// `num_splits_heuristic` (`heuristics.h:25-59`): float32 efficiencies, compared in double.
+pub fn num_splits_heuristic(
+    total_mblocks: i64,
+    num_sms: i64,
+    num_n_blocks: i64,
+    num_m_blocks: i64,
+    size_one_kv_head: i64,
+    causal_or_local: bool,
+    max_splits: i64,
+) -> i64 {
+    if total_mblocks as f32 >= 0.8f32 * num_sms as f32 {
+        let size_l2 = 50 * 1024 * 1024;
+        return if size_one_kv_head > size_l2 && num_m_blocks >= num_sms * 2 && !causal_or_local {
+            ((size_one_kv_head + size_l2 - 1) / size_l2).min(max_splits)
+        } else {
+            1
+        };
+    }
+    if num_n_blocks <= 4 {
+        return 1;
+    }
+    let max_splits = max_splits.min(num_sms).min(num_n_blocks);
+    let efficiency: Vec<f32> = (1..=max_splits)
+        .map(|splits| {
+            let waves = (total_mblocks * splits) as f32 / num_sms as f32;
+            waves / waves.ceil()
+        })
+        .collect();
+    let best = efficiency
+        .iter()
+        .fold(0f32, |best, &e| if e > best { e } else { best });
+    efficiency
+        .iter()
+        .position(|&e| f64::from(e) >= 0.85 * f64::from(best))
+        .map_or(1, |i| i as i64 + 1)
+}
+
+/// What an accepted call resolves to.
+pub fn resolved(s: &CudaState) -> Resolved {
+    let z = &s.sizes;
+    let r = &s.resolution;
+    let varlen_q = s.has(Arg::CuSeqlensQ);
+    Resolved {
+        batch_size: z.batch_size.max(0) as usize,
+        seqlen_q: z.seqlen_q.max(0) as usize,
+        total_q: z.total_q.max(0) as usize,
+        seqlen_k: z.seqlen_k.max(0) as usize,
+        num_heads: z.num_heads.max(0) as usize,
+        num_heads_k: z.num_heads_k.max(0) as usize,
+        head_size: z.head_size.max(0) as usize,
+        head_size_v: z.head_size_v.max(0) as usize,
+        head_size_rounded: r.head_size_rounded as usize,
+        head_size_v_rounded: r.head_size_v_rounded as usize,
+        paged: s.has(Arg::PageTable),
+        page_size: z.page_size.max(0) as usize,
+        varlen_q,
+        is_causal: r.is_causal,
+        is_local: r.is_local,
+        window_left: r.window_left,
+        window_right: r.window_right,
+        attention_chunk: r.attention_chunk,
+        softcap: r.softcap,
+        softmax_scale: s.softmax_scale,
+        num_splits: r.num_splits,
+        pack_gqa: r.pack_gqa,
+        tile_m: r.tile_m as usize,
+        tile_n: r.tile_n as usize,
+        lse_layout: if varlen_q {
+            LseLayout::HeadTotal
+        } else {
+            LseLayout::BatchHeadSeq
+        },
+        mla_decode: false,
+    }
+}
+
+/// The text Python sees for a rejection by this layer: the legacy message as is; the stable
+/// build's `"<func>, <FILE>:<LINE>, <message>"` with its own `CHECK_SHAPE` wording.
+pub fn render(s: &CudaState, mut rejection: Rejection) -> Rejection {
+    if s.flavour == Flavour::Stable {
+        if let Some(location) = crate::validate::registry::cuda::stable_location(rejection.site) {
+            let body = match (&s.stable_shape_detail, location.default_message) {
+                (_, true) => String::new(),
+                (Some(detail), false) => detail.clone(),
+                (None, false) => rejection.message,
+            };
+            rejection.message = format!(
+                "{}, {}:{}, {}",
+                location.function, STABLE_FILE, location.line, body
+            );
+        }
+    }
+    rejection
+}
+
+/// A tensor the wrapper builds from an `int` `cache_seqlens`: `torch.full((n,), value,
+/// dtype=torch.int32, device=k_cache.device)`. Values are kept up to 65536 entries (enough for
+/// every check; the reference materialises its own).
+pub fn expanded_seqlens(n: usize, value: i64, device: Option<Device>) -> SequsedK {
+    let mut t = TensorArg::with_ints(Dtype::Int32, &[n], vec![value; n.min(1 << 16)]);
+    if n > 1 << 16 {
+        t.values = None;
+    }
+    t.device = device;
+    SequsedK::Expanded(PyValue::Tensor(t))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn split_heuristic_matches_the_spec_example() {
+        // cuda-fa3.md D.8 worked example: total_m = 2, 132 SMs, n_blocks = 8, m_blocks = 1,
+        // causal: eff[s] = s/66, first s with s/66 >= 0.85 * 8/66 is 7.
+        assert_eq!(
+            num_splits_heuristic(2, 132, 8, 1, 1024 * 256 * 2, true, 128),
+            7
+        );
+        // Enough m-blocks to fill the SMs: one split.
+        assert_eq!(num_splits_heuristic(106, 132, 8, 1, 0, false, 128), 1);
+        // Few key blocks: one split.
+        assert_eq!(num_splits_heuristic(2, 132, 4, 1, 0, false, 128), 1);
+    }
+
+    #[test]
+    fn tiles_follow_tile_size_h() {
+        assert_eq!(
+            tile_size_fwd_sm90(128, 128, true, false, 2, false, false),
+            (128, 128)
+        );
+        assert_eq!(
+            tile_size_fwd_sm90(128, 128, false, false, 2, false, false),
+            (128, 176)
+        );
+        assert_eq!(
+            tile_size_fwd_sm90(64, 512, false, false, 2, false, false),
+            (64, 64)
+        );
+        assert_eq!(
+            tile_size_fwd_sm90(256, 256, false, true, 2, false, false),
+            (128, 64)
+        );
+        assert_eq!(
+            tile_size_fwd_sm90(128, 128, false, false, 1, false, false),
+            (128, 224)
+        );
+        assert_eq!(round_up_headdim(80), 96);
+        assert_eq!(round_up_headdimv(300), 512);
+    }
+}

@@ -1,0 +1,605 @@
+//! sgl-kernel 0.3.21 (sgl-project/sglang@b5493f65b), the CUDA `flash_attn_with_kvcache` SGLang
+//! called on NVIDIA: `ver == 4` runs the FA4 path (its asserts, then the FA4 interface's);
+//! any other `ver` silently runs FA3: the Python wrapper, `sgl_kernel::fwd`, and the `mha_fwd` of
+//! sgl-flash-attn@f866ec34 (upstream's checks plus a sinks block). sgl-kernel-cuda.md §B.2–B.4,
+//! §C, §E.
+//!
+//! Assumed installation: a wheel with FA4 (`flash_attn_varlen_func_v4` importable, so assert
+//! FA4-1 `FA4 is not available, ...` cannot fire) on one Hopper GPU.
+
+use super::cuda_op::{
+    OP_CALL, SGL_FWD_OP, SeqlensLength, assert_last_stride, binding_rejection, default_scale,
+    expand_int_seqlens, index_window, maybe_contiguous_all, profile_sites,
+};
+use super::cuda_state::{Arg, CudaState, Flavour, python_shape, python_stride_last, python_tensor};
+use super::mha_fwd::{LAUNCH, MHA_FWD, SINKS, op_int, render, resolved};
+use crate::call::{Device, Dtype, KvCacheCall, PyValue, TensorArg, signature};
+use crate::validate::engine::{Check, Fail, HazardLog, Layer, run_layers};
+use crate::validate::{LseLayout, Outcome, Profile, Resolved, Verdict};
+
+fn ensure(ok: bool, site: &'static str) -> Result<(), Fail> {
+    if ok { Ok(()) } else { Err(Fail::new(site)) }
+}
+
+/// The FA3 branch of `flash_attn_with_kvcache` (`flash_attn.py:L203-267`).
+static FA3_PYTHON: Layer<CudaState> = Layer {
+    name: "sgl_kernel.flash_attn.flash_attn_with_kvcache (FA3 path)",
+    checks: &[
+        Check {
+            name: "what the FA3 path ignores",
+            sites: &[],
+            run: |s| {
+                let ver = s.py("ver");
+                if !ver.eq_int(3) {
+                    let shown = ver.to_string();
+                    s.hazard("H-SGL-VER-RUNS-FA3", &[&shown]);
+                }
+                for name in ["score_mod", "aux_tensors"] {
+                    if !s.py(name).is_none() {
+                        s.hazard("H-SGL-ARG-DROPPED", &[name]);
+                    }
+                }
+                Ok(())
+            },
+        },
+        Check {
+            name: "k_cache last stride",
+            sites: &["py.no-attribute", "aten.dim-no-dims", "sgl.B3-1"],
+            run: |s| assert_last_stride(s, "k_cache", "sgl.B3-1"),
+        },
+        Check {
+            name: "v_cache last stride",
+            sites: &["py.no-attribute", "aten.dim-no-dims", "sgl.B3-2"],
+            run: |s| assert_last_stride(s, "v_cache", "sgl.B3-2"),
+        },
+        Check {
+            name: "default softmax_scale",
+            sites: &["py.no-attribute", "py.tuple-index", "py.zero-power"],
+            run: default_scale,
+        },
+        Check {
+            name: "int cache_seqlens",
+            sites: &["py.no-attribute", "py.tuple-index", "aten.full-overflow"],
+            run: |s| expand_int_seqlens(s, SeqlensLength::CacheRows),
+        },
+        Check {
+            // L215-228: a tensor cache_seqlens is not among them.
+            name: "maybe_contiguous",
+            sites: &["py.no-attribute", "aten.dim-no-dims"],
+            run: |s| {
+                maybe_contiguous_all(
+                    s,
+                    &[
+                        Arg::Q,
+                        Arg::K,
+                        Arg::KNew,
+                        Arg::VNew,
+                        Arg::CuSeqlensQ,
+                        Arg::CuSeqlensKNew,
+                        Arg::PageTable,
+                        Arg::KvBatchIdx,
+                        Arg::LeftpadK,
+                        Arg::RotaryCos,
+                        Arg::RotarySin,
+                        Arg::SeqlensRotary,
+                    ],
+                )
+            },
+        },
+        Check {
+            name: "int(attention_chunk)",
+            sites: &[
+                "py.int-literal",
+                "py.int-nan",
+                "py.int-inf",
+                "py.int-type",
+                "aten.tensor-to-scalar",
+            ],
+            run: |s| {
+                s.attention_chunk = python_int(s.py("attention_chunk"))?;
+                Ok(())
+            },
+        },
+        Check {
+            name: "window_size[0], window_size[1]",
+            sites: &[
+                "py.not-subscriptable",
+                "py.tuple-index",
+                "py.list-index",
+                "py.str-index",
+                "aten.tensor-index",
+                "aten.dim-no-dims",
+                "aten.dim-range",
+            ],
+            run: index_window,
+        },
+    ],
+};
+
+/// `0 if attention_chunk is None else int(attention_chunk)` (`flash_attn.py:L229`).
+fn python_int(value: &PyValue) -> Result<PyValue, Fail> {
+    match value {
+        PyValue::None => Ok(PyValue::Int(0)),
+        PyValue::Int(i) => Ok(PyValue::Int(*i)),
+        PyValue::Bool(b) => Ok(PyValue::Int(*b as i64)),
+        PyValue::Float(f) if f.is_nan() => Err(Fail::new("py.int-nan")),
+        PyValue::Float(f) if f.is_infinite() => Err(Fail::new("py.int-inf")),
+        PyValue::Float(f) => Ok(PyValue::Int(f.trunc() as i64)),
+        PyValue::Str(text) => text
+            .trim()
+            .replace('_', "")
+            .parse::<i64>()
+            .map(PyValue::Int)
+            .map_err(|_| Fail::with("py.int-literal", [value.to_string()])),
+        PyValue::Tensor(t) => match t.numel() {
+            Some(1) => Ok(PyValue::Int(op_int(value))),
+            n => Err(Fail::with(
+                "aten.tensor-to-scalar",
+                [n.unwrap_or(usize::MAX).to_string()],
+            )),
+        },
+        other => Err(Fail::with("py.int-type", [other.type_name().to_string()])),
+    }
+}
+
+static FA3_LAYERS: [&Layer<CudaState>; 5] = [&FA3_PYTHON, &OP_CALL, &MHA_FWD, &SINKS, &LAUNCH];
+
+/// The `ver == 4` branch of `flash_attn_with_kvcache` (`flash_attn.py:L163-201`).
+static FA4_WRAPPER: Layer<CudaState> = Layer {
+    name: "sgl_kernel.flash_attn.flash_attn_with_kvcache (ver == 4)",
+    checks: &[
+        Check {
+            name: "FA4 asserts",
+            sites: &["sgl.FA4-2", "sgl.FA4-3", "sgl.FA4-4", "sgl.FA4-5"],
+            run: |s| {
+                let none = |names: &[&str]| names.iter().all(|n| s.py(n).is_none());
+                ensure(none(&["k", "v"]), "sgl.FA4-2")?;
+                ensure(
+                    none(&["rotary_cos", "rotary_sin", "rotary_seqlens"]),
+                    "sgl.FA4-3",
+                )?;
+                ensure(none(&["cache_batch_idx", "cache_leftpad"]), "sgl.FA4-4")?;
+                ensure(none(&["q_descale", "k_descale", "v_descale"]), "sgl.FA4-5")
+            },
+        },
+        Check {
+            name: "what the FA4 call drops",
+            sites: &[],
+            run: |s| {
+                if !s.py("qv").is_none() {
+                    s.hazard("H-SGL-FA4-QV-DROPPED", &[]);
+                }
+                let dropped = [
+                    ("cu_seqlens_k_new", s.py("cu_seqlens_k_new").is_none()),
+                    ("max_seqlen_q", s.py("max_seqlen_q").is_none()),
+                    ("attention_chunk", {
+                        let c = s.py("attention_chunk");
+                        c.is_none() || c.eq_int(0)
+                    }),
+                    ("scheduler_metadata", s.py("scheduler_metadata").is_none()),
+                    ("sm_margin", s.py("sm_margin").eq_int(0)),
+                ];
+                for (name, harmless) in dropped {
+                    if !harmless {
+                        s.hazard("H-SGL-FA4-ARG-DROPPED", &[name]);
+                    }
+                }
+                Ok(())
+            },
+        },
+        Check {
+            // `(-1, -1)` becomes `(None, None)` (tuple equality: a list does not match), then
+            // flash_attn_varlen_func indexes it.
+            name: "window_size",
+            sites: &[
+                "py.not-subscriptable",
+                "py.tuple-index",
+                "py.list-index",
+                "py.str-index",
+                "aten.tensor-index",
+                "aten.dim-no-dims",
+                "aten.dim-range",
+            ],
+            run: |s| match s.py("window_size") {
+                PyValue::Tuple(w) if w.len() == 2 && w.iter().all(|x| x.eq_int(-1)) => {
+                    s.window = [PyValue::None, PyValue::None];
+                    Ok(())
+                }
+                _ => index_window(s),
+            },
+        },
+    ],
+};
+
+/// Sizes the FA4 interface reads, kept for its later asserts.
+#[derive(Default)]
+struct Fa4Sizes {
+    batch: usize,
+    seqlen_q: usize,
+    total_q: usize,
+    heads: usize,
+    head_dim: usize,
+    heads_kv: usize,
+    head_dim_v: usize,
+    seqlen_k: usize,
+    page_size: usize,
+}
+
+/// `_flash_attn_fwd` of `_fa4_interface.py` up to the compile-time asserts (L131-214, L359,
+/// L474-476). Sizes are recomputed per check: they are cheap and keep each check self-contained.
+static FA4_INTERFACE: Layer<CudaState> = Layer {
+    name: "sgl_kernel._fa4_interface._flash_attn_fwd",
+    checks: &[
+        Check {
+            name: "maybe_contiguous q, k, v",
+            sites: &["py.no-attribute", "aten.dim-no-dims"],
+            run: |s| {
+                for name in ["q", "k_cache", "v_cache"] {
+                    python_stride_last(s.py(name))?;
+                }
+                Ok(())
+            },
+        },
+        Check {
+            name: "sizes and page_table",
+            sites: &[
+                "py.unpack",
+                "py.no-attribute",
+                "py.tuple-index",
+                "aten.dim-no-dims",
+                "sgl.FA4I-1",
+                "sgl.FA4I-2",
+                "sgl.FA4I-3",
+            ],
+            run: |s| fa4_sizes(s).map(|_| ()),
+        },
+        Check {
+            name: "k/v shapes",
+            sites: &["sgl.FA4I-4", "sgl.FA4I-5", "sgl.FA4I-6", "sgl.FA4I-7"],
+            run: |s| {
+                let z = fa4_sizes(s)?;
+                let (k, v) = (fa4_tensor(s, "k_cache"), fa4_tensor(s, "v_cache"));
+                let (lead, sites) = if s.py("page_table").is_none() {
+                    ([z.batch, z.seqlen_k], ["sgl.FA4I-4", "sgl.FA4I-5"])
+                } else {
+                    ([k.shape[0], z.page_size], ["sgl.FA4I-6", "sgl.FA4I-7"])
+                };
+                ensure(
+                    k.shape == [lead[0], lead[1], z.heads_kv, z.head_dim],
+                    sites[0],
+                )?;
+                ensure(
+                    v.shape == [lead[0], lead[1], z.heads_kv, z.head_dim_v],
+                    sites[1],
+                )
+            },
+        },
+        Check {
+            name: "cu_seqlens_q and seqused_k shapes",
+            sites: &["sgl.FA4I-8", "py.no-attribute", "sgl.FA4I-9"],
+            run: |s| {
+                let z = fa4_sizes(s)?;
+                if let Some(cu) = s.py("cu_seqlens_q").as_tensor() {
+                    ensure(cu.shape == [z.batch + 1], "sgl.FA4I-8")?;
+                }
+                let seqused = s.py("cache_seqlens");
+                if !seqused.is_none() {
+                    // An int cache_seqlens is not expanded on this path.
+                    let t = python_tensor(seqused, "shape")?;
+                    ensure(t.shape == [z.batch], "sgl.FA4I-9")?;
+                }
+                Ok(())
+            },
+        },
+        Check {
+            name: "dtypes",
+            sites: &["sgl.FA4I-10", "sgl.FA4I-11", "sgl.FA4I-12", "sgl.FA4I-13"],
+            run: |s| {
+                let dtype = |n| fa4_tensor(s, n).dtype;
+                ensure(
+                    matches!(dtype("q"), Dtype::Float16 | Dtype::Bfloat16),
+                    "sgl.FA4I-10",
+                )?;
+                ensure(
+                    dtype("k_cache") == dtype("q") && dtype("v_cache") == dtype("q"),
+                    "sgl.FA4I-11",
+                )?;
+                for name in ["cu_seqlens_q", "cache_seqlens"] {
+                    if let Some(t) = s.py(name).as_tensor() {
+                        ensure(t.dtype == Dtype::Int32, "sgl.FA4I-12")?;
+                        ensure(t.stride_of(0) == Some(1), "sgl.FA4I-13")?;
+                    }
+                }
+                Ok(())
+            },
+        },
+        Check {
+            name: "learnable_sink",
+            sites: &["py.no-attribute", "sgl.FA4I-14", "sgl.FA4I-15"],
+            run: |s| {
+                let sinks = s.py("sinks");
+                if sinks.is_none() {
+                    return Ok(());
+                }
+                let heads = fa4_sizes(s)?.heads;
+                let t = python_tensor(sinks, "shape")?;
+                ensure(t.shape == [heads], "sgl.FA4I-14")?;
+                ensure(t.dtype == Dtype::Bfloat16, "sgl.FA4I-15")
+            },
+        },
+        Check {
+            name: "devices and head dims",
+            sites: &[
+                "sgl.FA4I-16",
+                "py.modulo-zero",
+                "sgl.FA4I-17",
+                "sgl.FA4I-18",
+                "sgl.FA4I-19",
+                "sgl.FA4I-20",
+            ],
+            run: |s| {
+                let on_cuda = [
+                    "q",
+                    "k_cache",
+                    "v_cache",
+                    "cu_seqlens_q",
+                    "cache_seqlens",
+                    "page_table",
+                    "sinks",
+                ]
+                .iter()
+                .filter_map(|n| s.py(n).as_tensor())
+                .all(|t| t.device_or(Device::Cuda) == Device::Cuda);
+                ensure(on_cuda, "sgl.FA4I-16")?;
+                let z = fa4_sizes(s)?;
+                if z.heads_kv == 0 {
+                    return Err(Fail::new("py.modulo-zero"));
+                }
+                ensure(z.heads % z.heads_kv == 0, "sgl.FA4I-17")?;
+                ensure(z.head_dim <= 256, "sgl.FA4I-18")?;
+                // alignment = 16 // q.element_size(): 8 for the fp16/bf16 inputs allowed above.
+                let alignment = 16 / fa4_tensor(s, "q").dtype.size_bytes();
+                let fail = |site| Err(Fail::with(site, [alignment.to_string()]));
+                if z.head_dim % alignment != 0 {
+                    return fail("sgl.FA4I-19");
+                }
+                if z.head_dim_v % alignment != 0 {
+                    return fail("sgl.FA4I-20");
+                }
+                Ok(())
+            },
+        },
+        Check {
+            name: "softcap with score_mod",
+            sites: &["sgl.FA4I-21"],
+            run: |s| {
+                let softcap = s.py("softcap").as_number().unwrap_or(0.0);
+                ensure(softcap == 0.0 || s.py("score_mod").is_none(), "sgl.FA4I-21")
+            },
+        },
+        Check {
+            name: "sm90 kernel",
+            sites: &["sgl.FA4I-22", "sgl.FA4I-23"],
+            run: |s| {
+                ensure(s.py("page_table").is_none(), "sgl.FA4I-22")?;
+                let splits = op_int(s.py("num_splits"));
+                ensure(splits <= 1, "sgl.FA4I-23")?;
+                if splits < 1 {
+                    s.hazard("H-SGL-FA4-SPLITS-UNMODELLED", &[]);
+                }
+                s.fa4 = Some(Box::new(fa4_resolved(s)?));
+                Ok(())
+            },
+        },
+    ],
+};
+
+/// `q`, `k_cache` or `v_cache`, which the first FA4 interface check proved to be tensors.
+fn fa4_tensor<'a>(s: &'a CudaState, name: &str) -> &'a TensorArg {
+    s.py(name)
+        .as_tensor()
+        .expect("maybe_contiguous(q, k, v) already required tensors")
+}
+
+/// The sizes `_flash_attn_fwd` unpacks (L132-154), with the page_table asserts between them.
+fn fa4_sizes(s: &CudaState) -> Result<Fa4Sizes, Fail> {
+    let (q, k) = (fa4_tensor(s, "q"), fa4_tensor(s, "k_cache"));
+    let unpack = |t: &TensorArg, want: usize| {
+        if t.ndim() < want {
+            Err(Fail::with(
+                "py.unpack",
+                [want.to_string(), t.ndim().to_string()],
+            ))
+        } else {
+            Ok(())
+        }
+    };
+    unpack(q, 2)?;
+    let mut z = Fa4Sizes {
+        heads: q.shape[q.ndim() - 2],
+        head_dim: q.shape[q.ndim() - 1],
+        ..Fa4Sizes::default()
+    };
+    match s.py("cu_seqlens_q") {
+        PyValue::None => {
+            z.batch = q.shape[0];
+            z.seqlen_q = q.shape[1];
+            z.total_q = z.batch * z.seqlen_q;
+        }
+        cu => {
+            z.batch = python_shape(cu, 0)?.saturating_sub(1);
+            z.seqlen_q = match s.py("max_seqlen_q") {
+                PyValue::Int(m) => (*m).max(0) as usize,
+                _ => q.shape[0],
+            };
+            z.total_q = q.shape[0];
+        }
+    }
+    match s.py("page_table") {
+        PyValue::None => z.seqlen_k = python_shape(s.py("k_cache"), -3)?,
+        pt => {
+            let table = python_tensor(pt, "dtype")?;
+            ensure(table.dtype == Dtype::Int32, "sgl.FA4I-1")?;
+            ensure(python_stride_last(pt)? == 1, "sgl.FA4I-2")?;
+            let pages_per_seq = python_shape(pt, 1)?;
+            ensure(table.shape == [z.batch, pages_per_seq], "sgl.FA4I-3")?;
+            unpack(k, 2)?;
+            z.page_size = k.shape[1];
+            z.seqlen_k = pages_per_seq * z.page_size;
+        }
+    }
+    z.heads_kv = python_shape(s.py("k_cache"), -2)?;
+    z.head_dim_v = python_shape(s.py("v_cache"), -1)?;
+    Ok(z)
+}
+
+/// What an accepted FA4 call resolves to. Tile sizes are FA4's own and not modelled (0).
+fn fa4_resolved(s: &CudaState) -> Result<Resolved, Fail> {
+    let z = fa4_sizes(s)?;
+    let window = |w: &PyValue| if w.is_none() { -1 } else { op_int(w) };
+    let (left, right) = (window(&s.window[0]), window(&s.window[1]));
+    let causal = s.py("causal").truthy().unwrap_or(false);
+    let softmax_scale = match s.py("softmax_scale") {
+        PyValue::None => (z.head_dim as f64).powf(-0.5),
+        given => given.as_number().unwrap_or(f64::NAN),
+    };
+    let pack_gqa = match s.py("pack_gqa") {
+        PyValue::None => z.heads / z.heads_kv.max(1) > 1,
+        given => given.truthy().unwrap_or(false),
+    };
+    let varlen_q = !s.py("cu_seqlens_q").is_none();
+    Ok(Resolved {
+        batch_size: z.batch,
+        seqlen_q: z.seqlen_q,
+        total_q: z.total_q,
+        seqlen_k: z.seqlen_k,
+        num_heads: z.heads,
+        num_heads_k: z.heads_kv,
+        head_size: z.head_dim,
+        head_size_v: z.head_dim_v,
+        head_size_rounded: z.head_dim,
+        head_size_v_rounded: z.head_dim_v,
+        paged: false,
+        page_size: 1,
+        varlen_q,
+        is_causal: causal,
+        is_local: !causal && (left >= 0 || right >= 0),
+        window_left: left,
+        window_right: right,
+        attention_chunk: 0,
+        softcap: s.py("softcap").as_number().unwrap_or(0.0),
+        softmax_scale,
+        num_splits: 1,
+        pack_gqa,
+        tile_m: 0,
+        tile_n: 0,
+        lse_layout: if varlen_q {
+            LseLayout::HeadTotal
+        } else {
+            LseLayout::BatchHeadSeq
+        },
+        mla_decode: false,
+    })
+}
+
+static FA4_LAYERS: [&Layer<CudaState>; 2] = [&FA4_WRAPPER, &FA4_INTERFACE];
+
+/// The `sgl-kernel` profile.
+pub struct SglKernel;
+
+pub static SGL_KERNEL: SglKernel = SglKernel;
+
+impl Profile for SglKernel {
+    fn name(&self) -> &'static str {
+        "sgl-kernel"
+    }
+
+    fn models(&self) -> &'static str {
+        "sgl-kernel 0.3.21 (sgl-project/sglang@b5493f65b sgl_kernel/flash_attn.py, _fa4_interface.py) with sgl-project/sgl-flash-attn@f866ec34 hopper/flash_api.cpp, sm90"
+    }
+
+    fn native_device(&self) -> Device {
+        Device::Cuda
+    }
+
+    fn validate(&self, call: &KvCacheCall) -> Verdict {
+        let bound = match signature::bind(&signature::SGL_KERNEL_0_3_21, call) {
+            Ok(bound) => bound,
+            Err(message) => {
+                return Verdict {
+                    profile: self.name(),
+                    outcome: Outcome::Rejected(binding_rejection(message)),
+                    hazards: Vec::new(),
+                };
+            }
+        };
+        let mut state = CudaState::new(bound, Flavour::Legacy, &SGL_FWD_OP);
+        // `if ver == 4:` is Python equality (4.0 and True + 3 select FA4, "4" does not).
+        let fa4 = state.py("ver").eq_int(4);
+        let layers: &[&Layer<CudaState>] = if fa4 { &FA4_LAYERS } else { &FA3_LAYERS };
+        let outcome = match run_layers(&mut state, layers) {
+            Ok(()) => {
+                let lse = state.py("return_softmax_lse").truthy() == Some(true);
+                match state.fa4.take() {
+                    Some(resolved) => {
+                        if lse {
+                            state.hazard("H-SGL-FA4-RETURNS-2-TUPLE", &[]);
+                        }
+                        Outcome::Accepted(resolved)
+                    }
+                    None => {
+                        if lse {
+                            state.hazard(
+                                "H-CUDA-RETURNS-4-TUPLE",
+                                &["out_accum, softmax_lse_accum; None unless split"],
+                            );
+                        }
+                        Outcome::Accepted(Box::new(resolved(&state)))
+                    }
+                }
+            }
+            Err(rejection) => Outcome::Rejected(render(&state, rejection)),
+        };
+        Verdict {
+            profile: self.name(),
+            outcome,
+            hazards: state.hazards,
+        }
+    }
+
+    fn sites(&self) -> Vec<&'static str> {
+        profile_sites(&[&FA4_LAYERS, &FA3_LAYERS])
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::validate::profiles::cuda_state::python_index;
+
+    #[test]
+    fn int_conversion_follows_python() {
+        assert_eq!(python_int(&PyValue::None), Ok(PyValue::Int(0)));
+        assert_eq!(python_int(&PyValue::Float(-2.7)), Ok(PyValue::Int(-2)));
+        assert_eq!(
+            python_int(&PyValue::Str(" 1_0 ".into())),
+            Ok(PyValue::Int(10))
+        );
+        assert_eq!(
+            python_int(&PyValue::Str("x".into())),
+            Err(Fail::with("py.int-literal", ["'x'".to_string()]))
+        );
+        assert_eq!(
+            python_int(&PyValue::List(vec![])),
+            Err(Fail::with("py.int-type", ["list".to_string()]))
+        );
+    }
+
+    #[test]
+    fn window_tensor_elements_are_indexable() {
+        let w = PyValue::Tensor(TensorArg::with_ints(Dtype::Int64, &[2], vec![5, 0]));
+        let left = python_index(&w, 0).unwrap();
+        assert_eq!(op_int(&left), 5);
+        assert!(python_index(&w, 2).is_err());
+    }
+}

@@ -1,0 +1,78 @@
+//! The command line end to end: exit codes and what a person or a script reads.
+
+use std::process::{Command, Output};
+
+fn fa3conform(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_fa3conform"))
+        .args(args)
+        .current_dir(env!("CARGO_MANIFEST_DIR"))
+        .output()
+        .expect("the binary runs")
+}
+
+#[test]
+fn run_summarises_the_reference_outputs() {
+    let output = fa3conform(&["run", "examples/decode-paged.json", "--format", "json"]);
+    assert_eq!(
+        output.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    let doc: serde_json::Value = serde_json::from_slice(&output.stdout).unwrap();
+    assert_eq!(doc["out"]["shape"], serde_json::json!([2, 1, 8, 128]));
+    assert_eq!(doc["softmax_lse"]["shape"], serde_json::json!([2, 8, 1]));
+    assert_eq!(doc["out"]["non_finite"], 0);
+    assert!(
+        doc["k_cache"].is_null(),
+        "nothing is appended in a decode call"
+    );
+}
+
+#[test]
+fn run_reports_caches_after_an_append() {
+    let spec = r#"{"id": "append", "args": {
+        "q": {"tensor": {"shape": [1, 2, 2, 64], "dtype": "bfloat16"}},
+        "k_cache": {"tensor": {"shape": [1, 8, 1, 64], "dtype": "bfloat16"}},
+        "v_cache": {"tensor": {"shape": [1, 8, 1, 64], "dtype": "bfloat16"}},
+        "k": {"tensor": {"shape": [1, 2, 1, 64], "dtype": "bfloat16"}},
+        "v": {"tensor": {"shape": [1, 2, 1, 64], "dtype": "bfloat16"}},
+        "cache_seqlens": {"tensor": {"shape": [1], "dtype": "int32", "values": [3]}}}}"#;
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("append.json");
+    std::fs::write(&path, spec).unwrap();
+    let output = fa3conform(&["run", path.to_str().unwrap()]);
+    assert_eq!(
+        output.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    let text = String::from_utf8(output.stdout).unwrap();
+    assert!(text.contains("k_cache      shape [1, 8, 1, 64]"), "{text}");
+}
+
+#[test]
+fn bad_input_is_exit_code_2_with_the_json_path() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("bad.json");
+    std::fs::write(
+        &path,
+        r#"{"args": {"q": {"tensor": {"shape": [1, -2], "dtype": "bfloat16"}}}}"#,
+    )
+    .unwrap();
+    let output = fa3conform(&["run", path.to_str().unwrap()]);
+    assert_eq!(output.status.code(), Some(2));
+    let stderr = String::from_utf8(output.stderr).unwrap();
+    assert!(
+        stderr.contains("args.q.tensor.shape[1]: expected a non-negative integer"),
+        "{stderr}"
+    );
+}
+
+#[test]
+fn over_the_memory_cap_is_refused_before_materialising() {
+    let output = fa3conform(&["run", "examples/decode-paged.json", "--memory-cap", "1000"]);
+    assert_eq!(output.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&output.stderr).contains("over the cap of 1000 bytes"));
+}
