@@ -376,3 +376,58 @@ pub fn render(reports: &[CaseReport], profile: &str, format: Format) -> String {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn reports() -> Vec<CaseReport> {
+        vec![
+            CaseReport {
+                name: "a".into(),
+                status: CaseStatus::Matched("raised ValueError: x".into()),
+            },
+            CaseReport {
+                name: "b<1>".into(),
+                status: CaseStatus::Mismatch("expected \"x\" & y".into()),
+            },
+            CaseReport {
+                name: "c".into(),
+                status: CaseStatus::Skipped("no state".into()),
+            },
+        ]
+    }
+
+    #[test]
+    fn reports_in_every_format() {
+        assert_eq!(
+            render(&reports(), "musa", Format::Human),
+            "MISMATCH b<1>\n  expected \"x\" & y\n\nSKIPPED c: no state\n\
+             verify --profile musa: 3 cases, 1 matched, 1 mismatched, 1 skipped\n"
+        );
+        let xml = render(&reports(), "musa", Format::Junit);
+        assert!(
+            xml.contains("tests=\"3\" failures=\"1\" skipped=\"1\""),
+            "{xml}"
+        );
+        assert!(xml.contains(
+            "name=\"b&lt;1&gt;\">\n      <failure message=\"expected &quot;x&quot; &amp; y\"/>"
+        ));
+        assert!(xml.contains("<skipped message=\"no state\"/>"));
+        let json: Value = serde_json::from_str(&render(&reports(), "musa", Format::Json)).unwrap();
+        assert_eq!(json["cases"][2]["outcome"], "skipped");
+    }
+
+    #[test]
+    fn bad_input_exits_with_2() {
+        let dir = tempfile::tempdir().unwrap();
+        let args = VerifyArgs {
+            dir: dir.path().to_path_buf(),
+            profile: "musa".into(),
+            format: Format::Human,
+            output: None,
+            memory_cap: 1 << 20,
+        };
+        assert_eq!(run_verify(&args, &mut Vec::new()), ExitStatus::Error);
+    }
+}
