@@ -23,6 +23,10 @@ pub enum Command {
     Run(RunArgs),
     /// Find flash_attn_with_kvcache call sites in Python code and report what breaks on MUSA.
     Scan(crate::scan::cli::ScanArgs),
+    /// Write case bundles (call, inputs, expected outputs and verdicts) for a device runner.
+    Export(crate::bridge::export::ExportArgs),
+    /// Compare a device runner's results in case bundles with the expected verdicts and outputs.
+    Verify(crate::bridge::verify::VerifyArgs),
 }
 
 #[derive(Debug, Args)]

@@ -21,6 +21,8 @@ pub fn run(cli: Cli, out: &mut dyn Write) -> ExitStatus {
                 crate::scan::cli::ScanExit::Findings => ExitStatus::Failure,
             })
             .map_err(anyhow::Error::from),
+        Command::Export(args) => Ok(crate::bridge::export::run_export(&args, out)),
+        Command::Verify(args) => Ok(crate::bridge::verify::run_verify(&args, out)),
     };
     result.unwrap_or_else(|e| {
         eprintln!("error: {e:#}");
