@@ -138,7 +138,8 @@ class TorchBackend:
         return isinstance(value, self.torch.Tensor)
 
     def save(self, path: Path, tensors: dict):
-        host = {k: v.detach().to("cpu").contiguous() for k, v in tensors.items()}
+        # Copies: save_file refuses tensors that share storage (a cache and a view of it).
+        host = {k: v.detach().to("cpu").contiguous().clone() for k, v in tensors.items()}
         self.st.save_file(host, str(path))
 
 
