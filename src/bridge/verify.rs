@@ -1,8 +1,9 @@
 //! `fa3conform verify DIR --profile P`: judges what a real stack did with each bundle.
 //!
 //! A rejection must be reproduced exactly (exception class and `str(exc)`); an accepted call must
-//! return, with `out` (and `softmax_lse` when the call asks for it) within the tolerance rule of the
-//! f64 reference and caches after an append equal to the expected ones bit for bit.
+//! return, with `out` (and `softmax_lse` when the call asks for it) within the tolerance rule of
+//! [`crate::tolerance`] against the f64 reference, and caches after an append equal to the expected
+//! ones (bit for bit, except where that rule allows rotated keys and fp8 values a tolerance).
 
 use super::bundle::{
     BundleError, CaseBundle, ExpectedNumbers, OutcomeKind, RESULT_JSON, RESULT_TENSORS,
@@ -98,12 +99,20 @@ fn read_result(dir: &Path, cap: usize) -> Result<RunResult, BundleError> {
     Ok(RunResult::Missing)
 }
 
-fn describe_rejection(v: &VerdictRecord) -> String {
-    let exception = v.exception.as_deref().unwrap_or("?");
-    match v.message.as_deref() {
-        Some("") | None => exception.to_string(),
-        Some(message) => format!("{exception}: {message}"),
+/// As Python prints the last line of a traceback: `ValueError: message`, or the class alone.
+fn python_error(exception: &str, message: &str) -> String {
+    if message.is_empty() {
+        exception.to_string()
+    } else {
+        format!("{exception}: {message}")
     }
+}
+
+fn describe_rejection(v: &VerdictRecord) -> String {
+    python_error(
+        v.exception.as_deref().unwrap_or_default(),
+        v.message.as_deref().unwrap_or_default(),
+    )
 }
 
 /// Judges one bundle's result against `profile`.
@@ -126,15 +135,13 @@ pub fn judge(dir: &Path, profile: &str, cap: usize) -> Result<CaseStatus, Bundle
             "no result.json or result.safetensors: the runner did not reach this case".into(),
         ),
         (OutcomeKind::Rejected, RunResult::Raised { exception, message }) => {
-            let expected = describe_rejection(verdict);
-            let got = describe_rejection(&VerdictRecord {
-                exception: Some(exception),
-                message: Some(message),
-                ..verdict.clone()
-            });
-            if expected == got {
+            let got = python_error(&exception, &message);
+            if verdict.exception.as_deref() == Some(&exception)
+                && verdict.message.as_deref() == Some(&message)
+            {
                 CaseStatus::Matched(format!("raised {got}"))
             } else {
+                let expected = describe_rejection(verdict);
                 CaseStatus::Mismatch(format!("expected {expected}\n     got {got}"))
             }
         }
