@@ -175,8 +175,7 @@ fn run(call: &KvCacheCall, tensors: &Tensors, metadata: MetadataSource) -> Kerne
 
 fn bits_equal(a: &HostTensor, b: &HostTensor) -> bool {
     a.shape() == b.shape()
-        && a
-            .data
+        && a.data
             .iter()
             .zip(b.data.iter())
             .all(|(x, y)| x.to_bits() == y.to_bits() || (x.is_nan() && y.is_nan()))
