@@ -19,7 +19,10 @@ fn main() -> std::io::Result<()> {
     for dir in ["examples", "tests/catalog"] {
         for entry in std::fs::read_dir(root.join(dir))? {
             let path = entry?.path();
-            if path.extension().is_some_and(|e| e == "json" || e == "jsonl") {
+            if path
+                .extension()
+                .is_some_and(|e| e == "json" || e == "jsonl")
+            {
                 std::fs::copy(&path, specs.join(path.file_name().expect("a file name")))?;
             }
         }

@@ -38,7 +38,10 @@ pub trait Suite: Sync {
 
 /// Every suite `conform` knows, in the order they run by default.
 pub fn suites() -> Vec<&'static dyn Suite> {
-    vec![&reference_suite::ReferenceSuite, &crate::kernel::KERNEL_SUITE]
+    vec![
+        &reference_suite::ReferenceSuite,
+        &crate::kernel::KERNEL_SUITE,
+    ]
 }
 
 /// The results of one suite.
