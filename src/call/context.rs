@@ -38,6 +38,9 @@ pub struct SglangBackend {
     pub max_seqlen_k: Option<i64>,
     #[serde(default)]
     pub use_mla: bool,
+    /// The raw value of env `SGLANG_PP_LAYER_PARTITION` (`None` = unset), read by `get_pp_indices`.
+    #[serde(default)]
+    pub pp_layer_partition: Option<String>,
     /// The raw value of env `SGLANG_MUSA_FA3_FORCE_UPDATE_METADATA` (`None` = unset).
     #[serde(default)]
     pub force_update_metadata: Option<String>,

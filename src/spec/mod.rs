@@ -8,7 +8,8 @@
 //! A key absent from `args` is not passed; `null` is `None`; `{"tensor": {...}}` a tensor;
 //! `{"object": "<type>"}` any other object; `{"list": [...]}` a list (plain arrays are tuples);
 //! `{"float": "inf"}` a non-finite float. A file holds one object, an array of them, or JSON lines.
-//! Every error names the JSON path of the offending value.
+//! Every error names the JSON path of the offending value. An optional top-level `"expect"` object
+//! (profile name -> expected error-site id) annotates catalogue entries and is ignored here.
 
 mod parse;
 mod write;

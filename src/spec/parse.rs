@@ -102,7 +102,8 @@ fn kind(v: &Value) -> &'static str {
     }
 }
 
-const TOP_LEVEL_KEYS: [&str; 5] = ["id", "seed", "context", "args", "positional"];
+/// `expect` annotates catalogue entries (profile name -> expected site id); the call model ignores it.
+const TOP_LEVEL_KEYS: [&str; 6] = ["id", "seed", "context", "args", "positional", "expect"];
 
 /// Reads one call object.
 pub fn parse_call(v: &Value) -> Result<KvCacheCall, SpecError> {

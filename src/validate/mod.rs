@@ -8,6 +8,7 @@
 
 pub mod engine;
 pub mod profiles;
+pub mod py;
 pub mod registry;
 
 use crate::call::{Device, KvCacheCall};

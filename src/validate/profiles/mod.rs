@@ -4,13 +4,19 @@ mod cuda_op;
 pub mod cuda_state;
 pub mod fa3;
 pub mod mha_fwd;
+mod musa;
+mod musa_config;
+mod musa_mate;
+mod musa_sglang;
 pub mod sgl_kernel;
+
+pub use musa::{MUSA, MusaProfile};
 
 use super::Profile;
 
 /// Every profile, in the order `certify` shows them.
 pub fn all() -> Vec<&'static dyn Profile> {
-    vec![&sgl_kernel::SGL_KERNEL, &fa3::FA3, &fa3::FA3_STABLE]
+    vec![&MUSA, &sgl_kernel::SGL_KERNEL, &fa3::FA3, &fa3::FA3_STABLE]
 }
 
 /// The profile named `name`.

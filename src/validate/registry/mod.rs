@@ -4,6 +4,7 @@
 //! explanation `fa3conform explain` prints. Templates use `{}` for values filled in order.
 
 pub mod cuda;
+mod musa;
 
 use super::{Exception, Severity};
 
@@ -37,12 +38,12 @@ pub struct HazardDef {
 
 /// Every site of every profile.
 pub fn sites() -> impl Iterator<Item = &'static Site> {
-    std::iter::empty().chain(cuda::sites())
+    musa::SITES.iter().chain(cuda::sites())
 }
 
 /// Every hazard kind.
 pub fn hazards() -> impl Iterator<Item = &'static HazardDef> {
-    std::iter::empty().chain(cuda::hazards())
+    musa::HAZARDS.iter().chain(cuda::hazards())
 }
 
 /// The site registered under `id`.

@@ -1,0 +1,266 @@
+//! Profile `musa`: SGLang's MUSA wrapper V3 (sglang 082898472f) → mate's FA3 wrapper →
+//! `mate.mha_interface.flash_attn_with_kvcache` → `_fmha_fwd` → kernel config → combine
+//! (mate v0.2.2, 3f58cc3e), as musa-fa3.md §3–§6 describes them.
+//!
+//! [`MusaProfile::validate`] is the one place the order is written: the layers below run in source
+//! order, the metadata chain only when injection recomputes, then either the MLA branch or the fmha
+//! path. Checks of arguments the SGLang wrapper never passes to mate (`cu_seqlens_k`, `seqused_q`,
+//! `out`, `lse`, the context-parallel arguments) can never fire through this stack and are not sites of
+//! this profile.
+
+use super::musa_config::{KernelConfig, Mask};
+use super::{musa_mate, musa_sglang};
+use crate::call::{
+    BoundArgs, Device, Dtype, KvCacheCall, PyValue, SglangBackend, TensorArg, signature,
+};
+use crate::validate::engine::{Fail, HazardLog, Layer, reject, run_layers, sites_of};
+use crate::validate::{Hazard, LseLayout, Outcome, Profile, Rejection, Resolved, Verdict};
+
+/// What the wrapper's metadata injection decided (musa-fa3.md §4).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(super) enum Injection {
+    /// Not attempted: metadata passed, no backend, or no layer recorded yet.
+    Off,
+    /// Non-MLA backend, metadata recomputed through chain M for `batch` sequences.
+    Recompute { batch: i64 },
+    /// Non-MLA backend, the tensor cached under the prefix is reused (length unknown).
+    Reuse,
+    /// MLA backend: `(workspace, is_inited)`.
+    Mla { is_inited: bool },
+}
+
+/// The per-call state the checks read and fill in, in mate's terms.
+pub struct MusaState {
+    pub(super) args: BoundArgs,
+    pub(super) backend: Option<SglangBackend>,
+    pub(super) hazards: Vec<Hazard>,
+    pub(super) injection: Injection,
+    /// `softmax_scale` after mate's default.
+    pub(super) softmax_scale: f64,
+    /// `seqused_k` as `_fmha_fwd` sees it: `cache_seqlens`, an int expanded to a tensor.
+    pub(super) seqused_k: PyValue,
+    pub(super) mla: bool,
+    /// `window_size[0]`, `window_size[1]` after mate's `None` default (`None` elements stay `None`).
+    pub(super) window: (Option<i64>, Option<i64>),
+    /// The type of a window bound `_resolve_mask` cannot compare (it raises there, after F-35).
+    pub(super) window_type_error: Option<String>,
+    pub(super) attention_chunk: i64,
+    pub(super) dims: FwdDims,
+    /// `scheduler_metadata is not None` after the sink policy.
+    pub(super) has_metadata: bool,
+    pub(super) num_splits: i64,
+    pub(super) mask: Option<Mask>,
+    pub(super) config: Option<KernelConfig>,
+}
+
+/// The sizes `_fmha_fwd` derives (fmha_fwd.py L492–L518), as Python ints.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub(super) struct FwdDims {
+    pub num_head: i64,
+    pub head_dim: i64,
+    pub num_head_kv: i64,
+    pub head_dim_v: i64,
+    pub batch_size: i64,
+    pub seqlen_q: i64,
+    pub total_q: i64,
+    pub paged: bool,
+    pub page_size: i64,
+    pub pages_per_seq: i64,
+    pub seqlen_k: i64,
+    pub batch_size_k: i64,
+}
+
+impl HazardLog for MusaState {
+    fn hazards(&mut self) -> &mut Vec<Hazard> {
+        &mut self.hazards
+    }
+}
+
+impl MusaState {
+    /// The effective value of a wrapper parameter (SGLang's names).
+    pub(super) fn arg(&self, name: &str) -> &PyValue {
+        self.args.get(name)
+    }
+
+    pub(super) fn tensor(&self, name: &str) -> Option<&TensorArg> {
+        self.args.tensor(name)
+    }
+
+    pub(super) fn given(&self, name: &str) -> bool {
+        !self.arg(name).is_none()
+    }
+}
+
+/// `t.is_musa`; a tensor without a device is on the profile's native device.
+pub(super) fn is_musa(t: &TensorArg) -> bool {
+    t.device_or(Device::Musa) == Device::Musa
+}
+
+/// An int32 1-D tensor of `len` elements on `device`: what `torch.full` makes of an int `cache_seqlens`.
+pub(super) fn int32_vector(len: usize, device: Option<Device>) -> TensorArg {
+    TensorArg {
+        device,
+        ..TensorArg::new(Dtype::Int32, &[len])
+    }
+}
+
+/// Fails with `site` when `cond` holds (an `assert not cond` with a fixed message).
+pub(super) fn fail_if(cond: bool, site: &'static str) -> Result<(), Fail> {
+    if cond { Err(Fail::new(site)) } else { Ok(()) }
+}
+
+/// The `musa` profile.
+pub struct MusaProfile;
+
+pub static MUSA: MusaProfile = MusaProfile;
+
+/// Binding to the wrapper's signature comes first; it is not a check on the state because the state
+/// is built from the bound arguments.
+const BIND_SITE: &str = "musa.W-0";
+
+/// Every layer of the stack, in source order (the order [`MusaProfile::validate`] runs them).
+fn all_layers() -> [&'static Layer<MusaState>; 10] {
+    [
+        &musa_sglang::WRAPPER,
+        &musa_sglang::INJECTION,
+        &musa_sglang::METADATA_CHAIN,
+        &musa_mate::MHA_INTERFACE,
+        &musa_mate::MLA_BRANCH,
+        &musa_mate::FMHA_CALL,
+        &musa_mate::FMHA_FWD,
+        &musa_mate::KERNEL_CONFIG,
+        &musa_mate::JIT_BUILD,
+        &musa_mate::COMBINE,
+    ]
+}
+
+impl MusaProfile {
+    fn run(state: &mut MusaState) -> Result<(), Rejection> {
+        run_layers(state, &[&musa_sglang::WRAPPER, &musa_sglang::INJECTION])?;
+        if matches!(state.injection, Injection::Recompute { .. }) {
+            run_layers(state, &[&musa_sglang::METADATA_CHAIN])?;
+        }
+        run_layers(state, &[&musa_mate::MHA_INTERFACE])?;
+        if state.mla {
+            return run_layers(state, &[&musa_mate::MLA_BRANCH]);
+        }
+        run_layers(
+            state,
+            &[
+                &musa_mate::FMHA_CALL,
+                &musa_mate::FMHA_FWD,
+                &musa_mate::KERNEL_CONFIG,
+                &musa_mate::JIT_BUILD,
+                &musa_mate::COMBINE,
+            ],
+        )
+    }
+}
+
+impl Profile for MusaProfile {
+    fn name(&self) -> &'static str {
+        "musa"
+    }
+
+    fn models(&self) -> &'static str {
+        "sgl-project/sglang@082898472f MUSA wrapper V3 over MooreThreads/mate v0.2.2 (3f58cc3e)"
+    }
+
+    fn native_device(&self) -> Device {
+        Device::Musa
+    }
+
+    fn validate(&self, call: &KvCacheCall) -> Verdict {
+        let args = match signature::bind(&signature::SGLANG_MUSA, call) {
+            Ok(args) => args,
+            Err(message) => {
+                return Verdict {
+                    profile: self.name(),
+                    outcome: Outcome::Rejected(reject(Fail::with(BIND_SITE, [message]))),
+                    hazards: Vec::new(),
+                };
+            }
+        };
+        let mut state = MusaState {
+            seqused_k: args.get("cache_seqlens").clone(),
+            args,
+            backend: call.context.sglang_backend.clone(),
+            hazards: Vec::new(),
+            injection: Injection::Off,
+            softmax_scale: f64::NAN,
+            mla: false,
+            window: (Some(-1), Some(-1)),
+            window_type_error: None,
+            attention_chunk: 0,
+            dims: FwdDims::default(),
+            has_metadata: false,
+            num_splits: 0,
+            mask: None,
+            config: None,
+        };
+        let outcome = match Self::run(&mut state) {
+            Ok(()) => Outcome::Accepted(Box::new(resolved(&state))),
+            Err(rejection) => Outcome::Rejected(rejection),
+        };
+        Verdict {
+            profile: self.name(),
+            outcome,
+            hazards: state.hazards,
+        }
+    }
+
+    fn sites(&self) -> Vec<&'static str> {
+        let mut sites = vec![BIND_SITE];
+        sites.extend(sites_of(&all_layers()));
+        sites
+    }
+}
+
+fn to_usize(x: i64) -> usize {
+    usize::try_from(x).unwrap_or(0)
+}
+
+/// The parameters an accepted call runs with.
+fn resolved(s: &MusaState) -> Resolved {
+    let d = &s.dims;
+    let varlen_q = s.given("cu_seqlens_q");
+    if s.mla {
+        return musa_mate::mla_resolved(s);
+    }
+    let mask = s.mask.expect("an accepted fmha call has resolved its mask");
+    let config = s
+        .config
+        .expect("an accepted fmha call has a kernel configuration");
+    Resolved {
+        batch_size: to_usize(d.batch_size),
+        seqlen_q: to_usize(d.seqlen_q),
+        total_q: to_usize(d.total_q),
+        seqlen_k: to_usize(d.seqlen_k),
+        num_heads: to_usize(d.num_head),
+        num_heads_k: to_usize(d.num_head_kv),
+        head_size: to_usize(d.head_dim),
+        head_size_v: to_usize(d.head_dim_v),
+        head_size_rounded: config.headdim_rounded,
+        head_size_v_rounded: config.headdim_v_rounded,
+        paged: d.paged,
+        page_size: to_usize(d.page_size),
+        varlen_q,
+        is_causal: mask.is_causal,
+        is_local: mask.is_local,
+        window_left: mask.window_left,
+        window_right: mask.window_right,
+        attention_chunk: s.attention_chunk,
+        softcap: s.arg("softcap").as_number().unwrap_or(0.0),
+        softmax_scale: s.softmax_scale,
+        num_splits: if s.has_metadata { s.num_splits } else { 1 },
+        pack_gqa: config.pack_gqa,
+        tile_m: config.tile_m,
+        tile_n: config.tile_n,
+        lse_layout: if varlen_q {
+            LseLayout::HeadTotal
+        } else {
+            LseLayout::BatchHeadSeq
+        },
+        mla_decode: false,
+    }
+}

@@ -1,0 +1,1005 @@
+//! mate v0.2.2 below the SGLang wrapper: `mha_interface.flash_attn_with_kvcache` (§5.3), its MLA
+//! branch (§5.4), `_fmha_fwd` (§5.5), the kernel configuration (§5.6), the JIT build (§5.7) and the
+//! combine (§5.8). Parameters are named as the SGLang wrapper names them; comments give mate's name
+//! where it differs (`k_cache` is mate's `k`, `k` is `k_new`, `cache_seqlens` is `seqused_k`, ...).
+
+use super::musa::{FwdDims, Injection, MusaState, fail_if, int32_vector, is_musa};
+use super::musa_config;
+use super::musa_sglang::{WindowBound, window_pair};
+use crate::call::{Dtype, PyValue, TensorArg};
+use crate::validate::engine::{Check, Fail, HazardLog, Layer};
+use crate::validate::{LseLayout, Resolved, py};
+
+pub static MHA_INTERFACE: Layer<MusaState> = Layer {
+    name: "mha_interface",
+    checks: &[
+        Check {
+            name: "k_cache contiguous last dim",
+            sites: &["musa.K-1.attr", "musa.K-1.index", "musa.K-1"],
+            run: |s| {
+                last_dim_contiguous(
+                    s,
+                    "k_cache",
+                    ["musa.K-1.attr", "musa.K-1.index", "musa.K-1"],
+                )
+            },
+        },
+        Check {
+            name: "v_cache contiguous last dim",
+            sites: &["musa.K-2.attr", "musa.K-2.index", "musa.K-2"],
+            run: |s| {
+                last_dim_contiguous(
+                    s,
+                    "v_cache",
+                    ["musa.K-2.attr", "musa.K-2.index", "musa.K-2"],
+                )
+            },
+        },
+        Check {
+            name: "None defaults",
+            sites: &[],
+            run: none_defaults,
+        },
+        Check {
+            name: "softmax_scale default",
+            sites: &["musa.K-3.attr", "musa.K-3.index"],
+            run: k3_softmax_scale,
+        },
+        Check {
+            name: "int cache_seqlens",
+            sites: &[],
+            run: k4_int_cache_seqlens,
+        },
+        Check {
+            name: "MLA routing",
+            sites: &["musa.K-5.attr", "musa.K-5.index"],
+            run: k5_route,
+        },
+    ],
+};
+
+pub static MLA_BRANCH: Layer<MusaState> = Layer {
+    name: "MLA decode",
+    checks: &[
+        Check {
+            name: "use_flash_mla_asm",
+            sites: &["musa.MLA-1.index"],
+            run: |s| {
+                let qv = s.tensor("qv").expect("routed by qv's shape");
+                py::shape_at(qv, -2, "musa.MLA-1.index").map(|_| ())
+            },
+        },
+        Check {
+            name: "tvm-ffi argument conversion",
+            sites: &["musa.MLA-2.seqlens_k", "musa.MLA-2.block_table"],
+            run: |s| {
+                fail_if(s.seqused_k.as_tensor().is_none(), "musa.MLA-2.seqlens_k")?;
+                fail_if(s.tensor("page_table").is_none(), "musa.MLA-2.block_table")
+            },
+        },
+        Check {
+            name: "max_seqlen_q.value()",
+            sites: &["musa.MLA-3"],
+            run: |s| {
+                fail_if(
+                    s.given("cu_seqlens_q") && !s.given("max_seqlen_q"),
+                    "musa.MLA-3",
+                )
+            },
+        },
+        Check {
+            name: "ignored arguments",
+            sites: &[],
+            run: mla_ignored,
+        },
+    ],
+};
+
+/// The argument expressions of the `_fmha_fwd(...)` call (mha_interface.py L946–L988).
+pub static FMHA_CALL: Layer<MusaState> = Layer {
+    name: "_fmha_fwd call",
+    checks: &[Check {
+        name: "window_size[0], window_size[1]",
+        sites: &["musa.K-6.window-type", "musa.K-6.window-index"],
+        run: k6_window,
+    }],
+};
+
+pub static FMHA_FWD: Layer<MusaState> = Layer {
+    name: "_fmha_fwd",
+    checks: &[
+        Check {
+            name: "qv unsupported",
+            sites: &["musa.F-1"],
+            run: |s| fail_if(s.given("qv"), "musa.F-1"),
+        },
+        Check {
+            name: "k_new and v_new together",
+            sites: &["musa.F-2"],
+            run: |s| fail_if(s.given("k") != s.given("v"), "musa.F-2"),
+        },
+        Check {
+            name: "maybe_contiguous",
+            sites: &["musa.F-3.attr", "musa.F-3.index"],
+            run: f3_maybe_contiguous,
+        },
+        Check {
+            name: "derive sizes",
+            sites: &[
+                "musa.F-4.attr",
+                "musa.F-4.unpack",
+                "musa.F-4.index",
+                "musa.F-5",
+                "musa.F-5.attr",
+                "musa.F-5.index",
+                "musa.F-6.attr",
+                "musa.F-6.index",
+            ],
+            run: f4_f7_sizes,
+        },
+        Check {
+            name: "on MUSA",
+            sites: &["musa.F-8.attr", "musa.F-8"],
+            run: f8_on_musa,
+        },
+        Check {
+            name: "dtypes",
+            sites: &["musa.F-9", "musa.F-10", "musa.F-11"],
+            run: f9_f11_dtypes,
+        },
+        Check {
+            name: "int32 vectors",
+            sites: &["musa.F-12.dtype", "musa.F-12.contiguous", "musa.F-12.index"],
+            run: f12_int32_vectors,
+        },
+        Check {
+            name: "page_table",
+            sites: &["musa.F-13.dtype", "musa.F-13.contiguous"],
+            run: f13_page_table,
+        },
+        Check {
+            name: "kv_batch_idx",
+            sites: &[
+                "musa.F-14.device",
+                "musa.F-14.dtype",
+                "musa.F-14.shape",
+                "musa.F-14.contiguous",
+            ],
+            run: f14_kv_batch_idx,
+        },
+        Check {
+            name: "leftpad_k",
+            sites: &[
+                "musa.F-15.device",
+                "musa.F-15.dtype",
+                "musa.F-15.shape",
+                "musa.F-15.contiguous",
+            ],
+            run: f15_leftpad_k,
+        },
+        Check {
+            name: "learnable_sink",
+            sites: &["musa.F-16.shape", "musa.F-16.dtype"],
+            run: f16_learnable_sink,
+        },
+        Check {
+            name: "batch_size_k",
+            sites: &["musa.F-17"],
+            run: |s| {
+                let d = s.dims;
+                fail_if(
+                    !s.given("cache_batch_idx") && d.batch_size_k != d.batch_size,
+                    "musa.F-17",
+                )
+            },
+        },
+        Check {
+            name: "cache shapes",
+            sites: &["musa.F-18.k", "musa.F-18.v", "musa.F-18.page_table"],
+            run: f18_cache_shapes,
+        },
+        Check {
+            name: "cu_seqlens_q shape",
+            sites: &["musa.F-20"],
+            run: |s| {
+                let bad = s.tensor("cu_seqlens_q").is_some_and(|t| t.ndim() != 1);
+                fail_if(bad, "musa.F-20")
+            },
+        },
+        Check {
+            name: "seqused_k shape",
+            sites: &["musa.F-22"],
+            run: |s| {
+                let b = s.dims.batch_size;
+                let bad = s.seqused_k.as_tensor().is_some_and(|t| !shape_is(t, &[b]));
+                fail_if(bad, "musa.F-22")
+            },
+        },
+        Check {
+            name: "appended k/v",
+            sites: &[
+                "musa.F-23.index",
+                "musa.F-23.k",
+                "musa.F-23.v",
+                "musa.F-24.k",
+                "musa.F-24.v",
+                "musa.F-25",
+                "musa.F-26",
+            ],
+            run: f23_f26_new_kv,
+        },
+        Check {
+            name: "rotary",
+            sites: &[
+                "musa.F-27",
+                "musa.F-28",
+                "musa.F-29.index",
+                "musa.F-29",
+                "musa.F-30",
+                "musa.F-31",
+                "musa.F-32",
+                "musa.F-33",
+                "musa.F-34.attr",
+                "musa.F-34.dtype",
+                "musa.F-34.shape",
+            ],
+            run: f27_f34_rotary,
+        },
+        Check {
+            name: "heads divisible",
+            sites: &["musa.F-35.zero", "musa.F-35"],
+            run: |s| {
+                let d = s.dims;
+                fail_if(d.num_head_kv == 0, "musa.F-35.zero")?;
+                fail_if(d.num_head.rem_euclid(d.num_head_kv) != 0, "musa.F-35")
+            },
+        },
+        Check {
+            name: "execution policy and mask",
+            sites: &["musa.F-mask.chunk-type", "musa.F-mask.window-type"],
+            run: policy_and_mask,
+        },
+        Check {
+            name: "scheduler_metadata length",
+            sites: &["musa.F-41.attr", "musa.F-41.index", "musa.F-41"],
+            run: f41_metadata,
+        },
+    ],
+};
+
+pub static KERNEL_CONFIG: Layer<MusaState> = Layer {
+    name: "kernel config",
+    checks: &[
+        Check {
+            name: "lru_cache key",
+            sites: &["musa.C-3"],
+            run: |s| {
+                let pack_gqa = s.arg("pack_gqa");
+                if pack_gqa.is_hashable() {
+                    Ok(())
+                } else {
+                    Err(Fail::with("musa.C-3", [pack_gqa.type_name().to_string()]))
+                }
+            },
+        },
+        Check {
+            name: "supported head dims",
+            sites: &["musa.C-2"],
+            run: c2_kernel_config,
+        },
+    ],
+};
+
+pub static JIT_BUILD: Layer<MusaState> = Layer {
+    name: "JIT build",
+    checks: &[Check {
+        name: "AppendKV needs varlen",
+        sites: &["musa.J-1"],
+        run: |s| {
+            let varlen =
+                s.given("cu_seqlens_q") || !s.seqused_k.is_none() || s.given("cache_leftpad");
+            fail_if(s.given("k") && !varlen, "musa.J-1")
+        },
+    }],
+};
+
+pub static COMBINE: Layer<MusaState> = Layer {
+    name: "combine",
+    checks: &[
+        Check {
+            name: "max_seqlen_q (shadowed)",
+            sites: &["musa.B-2"],
+            run: |s| {
+                fail_if(
+                    s.given("cu_seqlens_q") && !s.given("max_seqlen_q"),
+                    "musa.B-2",
+                )
+            },
+        },
+        Check {
+            name: "metadata length (shadowed)",
+            sites: &["musa.B-3"],
+            run: |_| Ok(()), // same condition as F-41, which has passed
+        },
+        Check {
+            name: "tile_n multiple of 32",
+            sites: &["musa.B-4"],
+            run: |s| fail_if(s.config.is_some_and(|c| c.tile_n % 32 != 0), "musa.B-4"),
+        },
+        Check {
+            name: "max splits",
+            sites: &["musa.B-5"],
+            run: b5_max_splits,
+        },
+    ],
+};
+
+fn shape_is(t: &TensorArg, expected: &[i64]) -> bool {
+    t.ndim() == expected.len() && t.shape.iter().zip(expected).all(|(&a, &b)| a as i64 == b)
+}
+
+/// `assert x.stride(-1) == 1, "<name> must have contiguous last dimension"` (K-1, K-2).
+fn last_dim_contiguous(
+    s: &mut MusaState,
+    name: &str,
+    [attr, index, assert]: [&'static str; 3],
+) -> Result<(), Fail> {
+    let t = py::tensor(s.arg(name), "stride", attr)?;
+    let stride = py::stride(t, -1, index, index)?;
+    fail_if(stride != 1, assert)
+}
+
+fn none_defaults(s: &mut MusaState) -> Result<(), Fail> {
+    if s.args.bound("window_size").was_passed() && s.arg("window_size").is_none() {
+        s.hazard("H-MUSA-WINDOW-NONE", &[]);
+    }
+    if s.args.bound("attention_chunk").was_passed() && s.arg("attention_chunk").is_none() {
+        s.hazard("H-MUSA-CHUNK-NONE", &[]);
+    }
+    Ok(())
+}
+
+/// `x.shape[-1]` of q or qv, with the sites of the expression that reads it.
+fn last_dim(v: &PyValue, attr: &'static str, index: &'static str) -> Result<usize, Fail> {
+    let t = py::tensor(v, "shape", attr)?;
+    py::shape_at(t, -1, index)
+}
+
+fn k3_softmax_scale(s: &mut MusaState) -> Result<(), Fail> {
+    if let Some(scale) = s.arg("softmax_scale").as_number() {
+        s.softmax_scale = scale;
+        return Ok(());
+    }
+    let mut dim = last_dim(s.arg("q"), "musa.K-3.attr", "musa.K-3.index")?;
+    if s.given("qv") {
+        dim += last_dim(s.arg("qv"), "musa.K-3.attr", "musa.K-3.index")?;
+    }
+    s.softmax_scale = (dim as f64).powf(-0.5);
+    Ok(())
+}
+
+/// `isinstance(cache_seqlens, int)` → `torch.full((k_cache.shape[0],), ...)` on k_cache's device.
+fn k4_int_cache_seqlens(s: &mut MusaState) -> Result<(), Fail> {
+    let Some(value) = s.arg("cache_seqlens").as_int() else {
+        return Ok(());
+    };
+    let k_cache = s.tensor("k_cache").expect("K-1 checked k_cache");
+    let rows = k_cache.shape[0];
+    let device = k_cache.device;
+    let q_batch = s
+        .tensor("q")
+        .and_then(|q| q.size(0))
+        .map_or("?".to_string(), |b| b.to_string());
+    s.seqused_k = PyValue::Tensor(int32_vector(rows, device));
+    s.hazard(
+        "H-MUSA-INT-CACHE-SEQLENS-EXPANDED",
+        &[&value.to_string(), &rows.to_string(), &q_batch],
+    );
+    Ok(())
+}
+
+fn k5_route(s: &mut MusaState) -> Result<(), Fail> {
+    if !s.given("qv") {
+        return Ok(());
+    }
+    let qv_dim = last_dim(s.arg("qv"), "musa.K-5.attr", "musa.K-5.index")?;
+    s.mla = qv_dim == 512 && last_dim(s.arg("q"), "musa.K-5.attr", "musa.K-5.index")? == 64;
+    if s.mla {
+        s.hazard("H-MUSA-MLA-ROUTED", &[]);
+    }
+    Ok(())
+}
+
+/// Whether an argument still has (a value equivalent to) its default.
+type IsDefault = fn(&PyValue) -> bool;
+
+/// Arguments the MLA branch never passes on (§6.12), among those the call set.
+fn mla_ignored(s: &mut MusaState) -> Result<(), Fail> {
+    const IGNORED: [&str; 13] = [
+        "k",
+        "v",
+        "rotary_cos",
+        "rotary_sin",
+        "cache_batch_idx",
+        "cache_leftpad",
+        "cu_seqlens_k_new",
+        "q_descale",
+        "k_descale",
+        "v_descale",
+        "sinks",
+        "pack_gqa",
+        "rotary_seqlens",
+    ];
+    let mut ignored: Vec<&str> = IGNORED.iter().copied().filter(|n| s.given(n)).collect();
+    let defaults: [(&str, IsDefault); 5] = [
+        ("window_size", |v| v.is_none() || is_no_window(v)),
+        ("attention_chunk", |v| v.is_none() || v.eq_int(0)),
+        ("softcap", |v| v.eq_int(0)),
+        ("num_splits", |v| v.eq_int(0)),
+        ("sm_margin", |v| v.eq_int(0)),
+    ];
+    ignored.extend(
+        defaults
+            .iter()
+            .filter(|(n, is_default)| !is_default(s.arg(n)))
+            .map(|(n, _)| *n),
+    );
+    if !ignored.is_empty() {
+        s.hazard("H-MUSA-MLA-IGNORED", &[&ignored.join(", ")]);
+    }
+    Ok(())
+}
+
+fn is_no_window(v: &PyValue) -> bool {
+    v.as_sequence()
+        .is_some_and(|w| w.len() == 2 && w.iter().all(|x| x.eq_int(-1)))
+}
+
+fn k6_window(s: &mut MusaState) -> Result<(), Fail> {
+    let (left, right) = window_pair(
+        s.arg("window_size"),
+        "musa.K-6.window-type",
+        "musa.K-6.window-index",
+    )?;
+    s.window = (bound_value(&left), bound_value(&right));
+    // Non-numeric bounds fail later, in _resolve_mask.
+    if let Some(ty) = [left, right].into_iter().find_map(|b| match b {
+        WindowBound::Other(ty) => Some(ty),
+        _ => None,
+    }) {
+        s.window_type_error = Some(ty);
+    }
+    Ok(())
+}
+
+fn bound_value(b: &WindowBound) -> Option<i64> {
+    match b {
+        WindowBound::Int(v) => Some(*v),
+        WindowBound::None | WindowBound::Other(_) => None,
+    }
+}
+
+/// `maybe_contiguous` on q, k, v, then k_new, v_new (F-3); `None` passes through.
+fn f3_maybe_contiguous(s: &mut MusaState) -> Result<(), Fail> {
+    let names: &[&str] = if s.given("k") {
+        &["q", "k_cache", "v_cache", "k", "v"]
+    } else {
+        &["q", "k_cache", "v_cache"]
+    };
+    for name in names {
+        let v = s.arg(name);
+        if !v.is_none() {
+            let t = py::tensor(v, "stride", "musa.F-3.attr")?;
+            py::stride(t, -1, "musa.F-3.index", "musa.F-3.index")?;
+        }
+    }
+    Ok(())
+}
+
+/// F-4 … F-7: the sizes `_fmha_fwd` derives, with the Python errors of each expression.
+fn f4_f7_sizes(s: &mut MusaState) -> Result<(), Fail> {
+    let q = py::tensor(s.arg("q"), "shape", "musa.F-4.attr")?;
+    py::unpack_two(q, "musa.F-4.unpack")?;
+    let k = s.tensor("k_cache").expect("K-1 checked k_cache");
+    let v = s.tensor("v_cache").expect("K-2 checked v_cache");
+    let mut d = FwdDims {
+        num_head: q.shape[q.ndim() - 2] as i64,
+        head_dim: q.shape[q.ndim() - 1] as i64,
+        num_head_kv: py::shape_at(k, -2, "musa.F-4.index")? as i64,
+        head_dim_v: v.shape[v.ndim() - 1] as i64,
+        ..FwdDims::default()
+    };
+    if s.given("cu_seqlens_q") {
+        fail_if(!s.given("max_seqlen_q"), "musa.F-5")?;
+        let cu = py::tensor(s.arg("cu_seqlens_q"), "shape", "musa.F-5.attr")?;
+        d.batch_size = py::shape_at(cu, 0, "musa.F-5.index")? as i64 - 1;
+        d.seqlen_q = s.arg("max_seqlen_q").as_number().unwrap_or(0.0) as i64;
+        d.total_q = q.shape[0] as i64;
+    } else {
+        d.batch_size = q.shape[0] as i64;
+        d.seqlen_q = q.shape[1] as i64;
+        d.total_q = d.batch_size * d.seqlen_q;
+    }
+    if s.given("page_table") {
+        let pt = py::tensor(s.arg("page_table"), "shape", "musa.F-6.attr")?;
+        d.paged = true;
+        d.pages_per_seq = py::shape_at(pt, 1, "musa.F-6.index")? as i64;
+        d.page_size = k.shape[1] as i64;
+        d.seqlen_k = d.pages_per_seq * d.page_size;
+        d.batch_size_k = pt.shape[0] as i64;
+    } else {
+        d.page_size = 1;
+        d.seqlen_k = py::shape_at(k, -3, "musa.F-6.index")? as i64;
+        d.batch_size_k = k.shape[0] as i64;
+    }
+    s.dims = d;
+    Ok(())
+}
+
+/// The device list of F-8, in source order (mate's names in comments).
+const DEVICE_LIST: [&str; 14] = [
+    "q",
+    "k_cache",          // k
+    "v_cache",          // v
+    "cu_seqlens_q",     // (cu_seqlens_k is None here)
+    "cu_seqlens_k_new", // (seqused_q is None here)
+    "cache_seqlens",    // seqused_k
+    "page_table",
+    "sinks", // learnable_sink
+    "k",     // k_new
+    "v",     // v_new
+    "rotary_cos",
+    "rotary_sin",
+    "cache_leftpad",   // leftpad_k
+    "cache_batch_idx", // kv_batch_idx
+];
+
+fn f8_on_musa(s: &mut MusaState) -> Result<(), Fail> {
+    for name in DEVICE_LIST {
+        let v = if name == "cache_seqlens" {
+            &s.seqused_k
+        } else {
+            s.arg(name)
+        };
+        if v.is_none() {
+            continue;
+        }
+        let t = py::tensor(v, "is_musa", "musa.F-8.attr")?;
+        fail_if(!is_musa(t), "musa.F-8")?;
+    }
+    Ok(())
+}
+
+fn dtype(s: &MusaState, name: &str) -> Option<Dtype> {
+    s.tensor(name).map(|t| t.dtype)
+}
+
+fn f9_f11_dtypes(s: &mut MusaState) -> Result<(), Fail> {
+    let q = dtype(s, "q").expect("F-4 checked q");
+    fail_if(!matches!(q, Dtype::Float16 | Dtype::Bfloat16), "musa.F-9")?;
+    let same = dtype(s, "k_cache") == Some(q) && dtype(s, "v_cache") == Some(q);
+    fail_if(!same, "musa.F-10")?;
+    if s.given("k") {
+        fail_if(
+            dtype(s, "k") != Some(q) || dtype(s, "v") != Some(q),
+            "musa.F-11",
+        )?;
+    }
+    Ok(())
+}
+
+fn f12_int32_vectors(s: &mut MusaState) -> Result<(), Fail> {
+    for name in [
+        "cu_seqlens_q",
+        "cu_seqlens_k_new",
+        "cache_seqlens",
+        "cache_leftpad",
+    ] {
+        let t = if name == "cache_seqlens" {
+            s.seqused_k.as_tensor()
+        } else {
+            s.tensor(name)
+        };
+        let Some(t) = t else { continue };
+        fail_if(t.dtype != Dtype::Int32, "musa.F-12.dtype")?;
+        let stride = py::stride(t, 0, "musa.F-12.index", "musa.F-12.index")?;
+        fail_if(stride != 1, "musa.F-12.contiguous")?;
+    }
+    if s.given("cu_seqlens_k_new") && !s.given("k") {
+        s.hazard("H-MUSA-CU-SEQLENS-K-NEW-WITHOUT-KV", &[]);
+    }
+    Ok(())
+}
+
+fn f13_page_table(s: &mut MusaState) -> Result<(), Fail> {
+    let Some(pt) = s.tensor("page_table") else {
+        return Ok(());
+    };
+    fail_if(pt.dtype != Dtype::Int32, "musa.F-13.dtype")?;
+    fail_if(pt.stride_of(-1) != Some(1), "musa.F-13.contiguous")
+}
+
+/// The four asserts mate runs on `kv_batch_idx` and `leftpad_k` (F-14, F-15).
+fn batch_vector(s: &MusaState, name: &str, sites: [&'static str; 4]) -> Result<(), Fail> {
+    let Some(t) = s.tensor(name) else {
+        return Ok(());
+    };
+    let [device, int32, shape, contiguous] = sites;
+    fail_if(!is_musa(t), device)?;
+    fail_if(t.dtype != Dtype::Int32, int32)?;
+    fail_if(!shape_is(t, &[s.dims.batch_size]), shape)?;
+    fail_if(t.stride_of(0) != Some(1), contiguous)
+}
+
+fn f14_kv_batch_idx(s: &mut MusaState) -> Result<(), Fail> {
+    batch_vector(
+        s,
+        "cache_batch_idx",
+        [
+            "musa.F-14.device",
+            "musa.F-14.dtype",
+            "musa.F-14.shape",
+            "musa.F-14.contiguous",
+        ],
+    )
+}
+
+fn f15_leftpad_k(s: &mut MusaState) -> Result<(), Fail> {
+    batch_vector(
+        s,
+        "cache_leftpad",
+        [
+            "musa.F-15.device",
+            "musa.F-15.dtype",
+            "musa.F-15.shape",
+            "musa.F-15.contiguous",
+        ],
+    )
+}
+
+fn f16_learnable_sink(s: &mut MusaState) -> Result<(), Fail> {
+    let Some(sink) = s.tensor("sinks") else {
+        return Ok(());
+    };
+    fail_if(!shape_is(sink, &[s.dims.num_head]), "musa.F-16.shape")?;
+    fail_if(sink.dtype != Dtype::Bfloat16, "musa.F-16.dtype")
+}
+
+fn f18_cache_shapes(s: &mut MusaState) -> Result<(), Fail> {
+    let d = s.dims;
+    let k = s.tensor("k_cache").expect("K-1 checked k_cache");
+    let v = s.tensor("v_cache").expect("K-2 checked v_cache");
+    let (rows, seq) = if d.paged {
+        (k.shape[0] as i64, d.page_size)
+    } else {
+        (d.batch_size_k, d.seqlen_k)
+    };
+    fail_if(
+        !shape_is(k, &[rows, seq, d.num_head_kv, d.head_dim]),
+        "musa.F-18.k",
+    )?;
+    fail_if(
+        !shape_is(v, &[rows, seq, d.num_head_kv, d.head_dim_v]),
+        "musa.F-18.v",
+    )?;
+    if d.paged {
+        let pt = s.tensor("page_table").expect("paged");
+        fail_if(
+            !shape_is(pt, &[d.batch_size_k, d.pages_per_seq]),
+            "musa.F-18.page_table",
+        )?;
+    }
+    Ok(())
+}
+
+fn f23_f26_new_kv(s: &mut MusaState) -> Result<(), Fail> {
+    let (Some(k), Some(v)) = (s.tensor("k"), s.tensor("v")) else {
+        return Ok(());
+    };
+    let d = s.dims;
+    match s.tensor("cu_seqlens_k_new") {
+        None => {
+            let seqlen_new = py::shape_at(k, 1, "musa.F-23.index")? as i64;
+            let rows = [d.batch_size, seqlen_new, d.num_head_kv];
+            fail_if(
+                !shape_is(k, &[rows[0], rows[1], rows[2], d.head_dim]),
+                "musa.F-23.k",
+            )?;
+            fail_if(
+                !shape_is(v, &[rows[0], rows[1], rows[2], d.head_dim_v]),
+                "musa.F-23.v",
+            )?;
+        }
+        Some(cu) => {
+            let total = k.shape[0] as i64;
+            fail_if(
+                !shape_is(k, &[total, d.num_head_kv, d.head_dim]),
+                "musa.F-24.k",
+            )?;
+            fail_if(
+                !shape_is(v, &[total, d.num_head_kv, d.head_dim_v]),
+                "musa.F-24.v",
+            )?;
+            fail_if(!shape_is(cu, &[d.batch_size + 1]), "musa.F-25")?;
+            // `.item()` needs the values; a spec without them gets consistent generated ones.
+            let last = cu.int_values().and_then(|vals| vals.last().copied());
+            fail_if(last.is_some_and(|l| l != total), "musa.F-26")?;
+        }
+    }
+    Ok(())
+}
+
+fn f27_f34_rotary(s: &mut MusaState) -> Result<(), Fail> {
+    let Some(cos) = s.tensor("rotary_cos") else {
+        if s.given("rotary_sin") {
+            s.hazard("H-MUSA-ROTARY-SIN-IGNORED", &[]);
+        }
+        return Ok(());
+    };
+    fail_if(!s.given("k"), "musa.F-27")?;
+    let sin = s.tensor("rotary_sin");
+    fail_if(sin.is_none(), "musa.F-28")?;
+    let sin = sin.expect("checked");
+    let rotary_dim = py::shape_at(cos, 1, "musa.F-29.index")? as i64 * 2;
+    let d = s.dims;
+    fail_if(rotary_dim > d.head_dim, "musa.F-29")?;
+    fail_if(rotary_dim % 16 != 0, "musa.F-30")?;
+    let seqlen_ro = cos.shape[0] as i64;
+    fail_if(d.paged && seqlen_ro < d.seqlen_k, "musa.F-31")?;
+    let q = dtype(s, "q");
+    fail_if(Some(cos.dtype) != q || Some(sin.dtype) != q, "musa.F-32")?;
+    fail_if(
+        cos.shape != sin.shape || !shape_is(cos, &[seqlen_ro, rotary_dim / 2]),
+        "musa.F-33",
+    )?;
+    let seqlens = s.arg("rotary_seqlens");
+    if !seqlens.is_none() {
+        let t = py::tensor(seqlens, "dtype", "musa.F-34.attr")?;
+        fail_if(t.dtype != Dtype::Int32, "musa.F-34.dtype")?;
+        fail_if(!shape_is(t, &[d.batch_size]), "musa.F-34.shape")?;
+    }
+    let noncontiguous: Vec<&str> = [("rotary_cos", cos), ("rotary_sin", sin)]
+        .into_iter()
+        .filter(|(_, t)| !t.is_contiguous())
+        .map(|(n, _)| n)
+        .collect();
+    if !noncontiguous.is_empty() {
+        s.hazard(
+            "H-MUSA-ROTARY-NONCONTIGUOUS",
+            &[&noncontiguous.join(" and ")],
+        );
+    }
+    Ok(())
+}
+
+/// L687–L717: the sink policy, attention-chunk reset and `_resolve_mask`, plus what the kernel
+/// silently does with the remaining arguments.
+fn policy_and_mask(s: &mut MusaState) -> Result<(), Fail> {
+    let metadata_present = s.given("scheduler_metadata") || s.injection != Injection::Off;
+    s.num_splits = s.arg("num_splits").as_int().unwrap_or(0);
+    s.has_metadata = metadata_present;
+    if s.given("sinks") {
+        if metadata_present || s.num_splits != 0 {
+            let what = if metadata_present {
+                "scheduler_metadata dropped"
+            } else {
+                "num_splits overridden"
+            };
+            s.hazard("H-MUSA-SINKS-DISABLE-SPLITS", &[what]);
+        }
+        s.num_splits = -1;
+        s.has_metadata = false;
+    }
+    let chunk = match s.arg("attention_chunk") {
+        PyValue::None => 0,
+        v => match v.as_number() {
+            Some(c) => c as i64,
+            None => {
+                return Err(Fail::with(
+                    "musa.F-mask.chunk-type",
+                    [v.type_name().to_string()],
+                ));
+            }
+        },
+    };
+    if let Some(ty) = s.window_type_error.clone() {
+        return Err(Fail::with("musa.F-mask.window-type", [ty]));
+    }
+    let d = s.dims;
+    let fixed = [
+        "cu_seqlens_q",
+        "cu_seqlens_k_new",
+        "cache_leftpad",
+        "page_table",
+        "k",
+    ]
+    .iter()
+    .all(|n| !s.given(n))
+        && s.seqused_k.is_none();
+    s.attention_chunk = musa_config::reset_chunk(chunk, fixed, d.seqlen_q, d.seqlen_k);
+    let causal = s.arg("causal").truthy().unwrap_or(true);
+    s.mask = Some(musa_config::resolve_mask(
+        d.seqlen_q,
+        d.seqlen_k,
+        causal,
+        s.window.0,
+        s.window.1,
+        s.attention_chunk,
+    ));
+    kernel_hazards(s);
+    Ok(())
+}
+
+/// Arguments the forward kernel accepts and ignores or reinterprets (§8.4, §8.6, §8.19, §8.22, §8.23).
+fn kernel_hazards(s: &mut MusaState) {
+    let descales: Vec<&str> = ["q_descale", "k_descale", "v_descale"]
+        .into_iter()
+        .filter(|n| s.given(n))
+        .collect();
+    if !descales.is_empty() {
+        s.hazard("H-MUSA-DESCALE-IGNORED", &[&descales.join(", ")]);
+    }
+    if let Some(cap) = s.arg("softcap").as_number().filter(|&c| c < 0.0) {
+        s.hazard(
+            "H-MUSA-SOFTCAP-NEGATIVE",
+            &[&crate::call::python_float_repr(cap)],
+        );
+    }
+    let margin = s.arg("sm_margin").as_int().unwrap_or(0);
+    if margin != 0 {
+        s.hazard("H-MUSA-SM-MARGIN", &[&margin.to_string()]);
+    }
+    if !s.has_metadata && !s.given("sinks") && !matches!(s.num_splits, 0 | 1) {
+        s.hazard("H-MUSA-NUM-SPLITS-IGNORED", &[&s.num_splits.to_string()]);
+    }
+    if s.has_metadata && s.num_splits > 0 {
+        s.hazard("H-MUSA-NUM-SPLITS-UNCLAMPED", &[&s.num_splits.to_string()]);
+    }
+    let append_without_lengths = s.given("k") && s.seqused_k.is_none() && !s.given("cache_leftpad");
+    if append_without_lengths && s.given("cu_seqlens_q") {
+        s.hazard("H-MUSA-APPEND-BEYOND-CAPACITY", &[]);
+    }
+}
+
+fn f41_metadata(s: &mut MusaState) -> Result<(), Fail> {
+    if !s.has_metadata {
+        return Ok(());
+    }
+    let needed = s.dims.batch_size * 4;
+    match s.injection {
+        Injection::Off => {
+            let t = py::tensor(s.arg("scheduler_metadata"), "shape", "musa.F-41.attr")?;
+            let len = py::shape_at(t, 0, "musa.F-41.index")? as i64;
+            fail_if(len < needed, "musa.F-41")?;
+            s.hazard("H-MUSA-METADATA-UNCHECKED", &[]);
+        }
+        Injection::Mla { .. } => {
+            return Err(Fail::with(
+                "musa.F-41.attr",
+                ["tuple".to_string(), "shape".to_string()],
+            ));
+        }
+        Injection::Recompute { batch } => fail_if(batch * 4 < needed, "musa.F-41")?,
+        Injection::Reuse => {}
+    }
+    if s.injection != Injection::Off {
+        metadata_blind_spots(s);
+    }
+    Ok(())
+}
+
+/// §4.7.8: call arguments the injected metadata was not computed from.
+fn metadata_blind_spots(s: &mut MusaState) {
+    let mut unseen: Vec<&str> = Vec::new();
+    if !s.arg("pack_gqa").is_none() {
+        unseen.push("pack_gqa");
+    }
+    if s.attention_chunk != 0 {
+        unseen.push("attention_chunk");
+    }
+    if s.given("cache_leftpad") {
+        unseen.push("cache_leftpad");
+    }
+    if !s.arg("sm_margin").eq_int(0) {
+        unseen.push("sm_margin");
+    }
+    if s.given("k") && !s.given("cu_seqlens_k_new") {
+        unseen.push("the appended k/v length");
+    }
+    if !unseen.is_empty() {
+        s.hazard("H-MUSA-METADATA-IGNORES-ARGS", &[&unseen.join(", ")]);
+    }
+}
+
+fn c2_kernel_config(s: &mut MusaState) -> Result<(), Fail> {
+    let d = s.dims;
+    let pack_gqa = match s.arg("pack_gqa") {
+        PyValue::None => None,
+        v => Some(v.truthy().unwrap_or(true)),
+    };
+    let (hd, hdv) = (d.head_dim as usize, d.head_dim_v as usize);
+    let config =
+        musa_config::kernel_config(d.seqlen_q, d.num_head / d.num_head_kv, hd, hdv, pack_gqa)
+            .map_err(|(a, b)| Fail::with("musa.C-2", [a.to_string(), b.to_string()]))?;
+    let over = [hd, hdv].into_iter().find(|&x| x > 512);
+    if let Some(dim) = over {
+        s.hazard("H-MUSA-HEADDIM-OVER-512", &[&dim.to_string()]);
+    } else if (config.headdim_rounded, config.headdim_v_rounded) != (hd, hdv) {
+        s.hazard(
+            "H-MUSA-HEADDIM-ROUNDED",
+            &[
+                &hd.to_string(),
+                &hdv.to_string(),
+                &config.headdim_rounded.to_string(),
+                &config.headdim_v_rounded.to_string(),
+            ],
+        );
+    }
+    s.config = Some(config);
+    Ok(())
+}
+
+fn b5_max_splits(s: &mut MusaState) -> Result<(), Fail> {
+    if s.has_metadata && s.num_splits > 128 {
+        if s.given("k") {
+            s.hazard("H-MUSA-KV-WRITTEN-BEFORE-ERROR", &[]);
+        }
+        return Err(Fail::new("musa.B-5"));
+    }
+    Ok(())
+}
+
+/// The parameters of an accepted MLA-decode call (§6.12, §7).
+pub(super) fn mla_resolved(s: &MusaState) -> Resolved {
+    let q = s.tensor("q").expect("routed by q's shape");
+    let qv = s.tensor("qv").expect("routed by qv's shape");
+    let varlen = s.given("cu_seqlens_q");
+    let v_cache = s.tensor("v_cache").expect("K-2 checked v_cache");
+    let heads = qv.size(-2).unwrap_or(0);
+    let heads_k = if v_cache.ndim() == 4 {
+        v_cache.shape[2]
+    } else {
+        1
+    };
+    let batch = s.seqused_k.as_tensor().and_then(|t| t.size(0)).unwrap_or(0);
+    let seqlen_q = if varlen {
+        s.arg("max_seqlen_q").as_int().unwrap_or(0).max(0) as usize
+    } else {
+        qv.size(1).unwrap_or(0)
+    };
+    let page_size = s.tensor("k_cache").and_then(|k| k.size(1)).unwrap_or(0);
+    let pages_per_seq = s.tensor("page_table").and_then(|p| p.size(1)).unwrap_or(0);
+    let seqlen_k = pages_per_seq * page_size;
+    Resolved {
+        batch_size: batch,
+        seqlen_q,
+        total_q: if varlen { q.shape[0] } else { batch * seqlen_q },
+        seqlen_k,
+        num_heads: heads,
+        num_heads_k: heads_k,
+        head_size: 64,
+        head_size_v: 512,
+        head_size_rounded: 64,
+        head_size_v_rounded: 512,
+        paged: true,
+        page_size,
+        varlen_q: varlen,
+        is_causal: s.arg("causal").truthy().unwrap_or(true),
+        is_local: false,
+        window_left: -1,
+        window_right: -1,
+        attention_chunk: 0,
+        softcap: 0.0,
+        softmax_scale: s.softmax_scale,
+        num_splits: 0,
+        pack_gqa: false,
+        tile_m: 0,
+        tile_n: 0,
+        lse_layout: if varlen {
+            LseLayout::HeadTotal
+        } else {
+            LseLayout::BatchSeqHead
+        },
+        mla_decode: true,
+    }
+}

@@ -1,0 +1,414 @@
+//! The SGLang MUSA wrapper V3: the `ver` gate, scheduler-metadata injection (musa-fa3.md §3–§4) and
+//! the metadata chain M it runs when it recomputes (§5.2).
+
+use super::musa::{Injection, MusaState, fail_if, is_musa};
+use super::musa_config;
+use crate::call::{Dtype, PyValue, SglangBackend};
+use crate::validate::engine::{Check, Fail, HazardLog, Layer};
+use crate::validate::py;
+
+pub static WRAPPER: Layer<MusaState> = Layer {
+    name: "sglang wrapper",
+    checks: &[
+        Check {
+            name: "ver gate",
+            sites: &["musa.W-1"],
+            run: ver_gate,
+        },
+        Check {
+            name: "dropped arguments",
+            sites: &[],
+            run: dropped_arguments,
+        },
+    ],
+};
+
+pub static INJECTION: Layer<MusaState> = Layer {
+    name: "metadata injection",
+    checks: &[Check {
+        name: "inject scheduler_metadata",
+        sites: &[
+            "musa.W-2.k_cache.attr",
+            "musa.W-2.k_cache.index",
+            "musa.W-2.cu_seqlens_q.attr",
+            "musa.W-2.cu_seqlens_q.index",
+            "musa.W-2.pp.partition",
+            "musa.W-2.pp.count",
+            "musa.W-2.pp.sum",
+        ],
+        run: inject,
+    }],
+};
+
+pub static METADATA_CHAIN: Layer<MusaState> = Layer {
+    name: "metadata chain",
+    checks: &[
+        Check {
+            name: "maybe_contiguous(seqused_k)",
+            sites: &["musa.G-1.attr", "musa.G-1.index"],
+            run: g1_seqused_k,
+        },
+        Check {
+            name: "window_size[0], window_size[1]",
+            sites: &["musa.G-1.window-type", "musa.G-1.window-index"],
+            run: g1_window,
+        },
+        Check {
+            name: "max_seqlen_q with cu_seqlens_q",
+            sites: &["musa.G-2"],
+            run: |s| fail_if(s.arg("max_seqlen_q").is_none(), "musa.G-2"),
+        },
+        Check {
+            name: "cu_seqlens_q shape",
+            sites: &["musa.G-4"],
+            run: |s| fail_if(cu_seqlens_q(s).ndim() != 1, "musa.G-4"),
+        },
+        Check {
+            name: "seqused_k shape",
+            sites: &["musa.G-6"],
+            run: g6_seqused_k_shape,
+        },
+        Check {
+            name: "int32 and contiguous",
+            sites: &["musa.G-8.dtype", "musa.G-8.contiguous"],
+            run: g8_int32_contiguous,
+        },
+        Check {
+            name: "on MUSA",
+            sites: &["musa.G-9"],
+            run: g9_on_musa,
+        },
+        Check {
+            name: "heads divisible",
+            sites: &["musa.G-10", "musa.G-10.zero"],
+            run: g10_heads,
+        },
+        Check {
+            name: "_resolve_mask",
+            sites: &["musa.G-11", "musa.G-11.window-type"],
+            run: g11_resolve_mask,
+        },
+        Check {
+            name: "_get_fwd_kernel_config",
+            sites: &["musa.G-13"],
+            run: g13_kernel_config,
+        },
+    ],
+};
+
+fn ver_gate(s: &mut MusaState) -> Result<(), Fail> {
+    fail_if(!s.arg("ver").eq_int(3), "musa.W-1")
+}
+
+/// What the wrapper and mate's FA3 wrapper accept and silently drop or rename (§2.1, §2.2).
+fn dropped_arguments(s: &mut MusaState) -> Result<(), Fail> {
+    if s.given("score_mod") {
+        s.hazard("H-MUSA-SCORE-MOD-DROPPED", &[]);
+    }
+    if s.given("aux_tensors") {
+        s.hazard("H-MUSA-AUX-TENSORS-DROPPED", &[]);
+    }
+    if s.given("sinks") {
+        s.hazard("H-MUSA-SINKS-RENAMED", &[]);
+    }
+    Ok(())
+}
+
+fn backend(s: &MusaState) -> &SglangBackend {
+    s.backend
+        .as_ref()
+        .expect("injection checks run only with a backend")
+}
+
+/// `cu_seqlens_q` once the injection step has dereferenced it (a tensor with at least one dim).
+fn cu_seqlens_q(s: &MusaState) -> &crate::call::TensorArg {
+    s.tensor("cu_seqlens_q")
+        .expect("injection has checked cu_seqlens_q")
+}
+
+/// §4.1–§4.5: whether the wrapper injects, and whether it recomputes through chain M.
+fn inject(s: &mut MusaState) -> Result<(), Fail> {
+    let active =
+        !s.given("scheduler_metadata") && s.backend.as_ref().is_some_and(|b| b.layer.is_some());
+    if !active {
+        return Ok(());
+    }
+    // page_size = k_cache.shape[1] if k_cache is not None else 1 (read, then dropped by layer 2).
+    let k_cache = s.arg("k_cache");
+    if !k_cache.is_none() {
+        let t = py::tensor(k_cache, "shape", "musa.W-2.k_cache.attr")?;
+        py::shape_at(t, 1, "musa.W-2.k_cache.index")?;
+    }
+    let cu = py::tensor(s.arg("cu_seqlens_q"), "shape", "musa.W-2.cu_seqlens_q.attr")?;
+    let batch = py::shape_at(cu, -1, "musa.W-2.cu_seqlens_q.index")? as i64 - 1;
+    let b = backend(s);
+    let layer_id = i64::from(b.layer.as_ref().expect("active injection").layer_id);
+    let update = layer_id <= start_layer_id(b)? || force_update(b.force_update_metadata.as_deref());
+    let (use_mla, cached) = (b.use_mla, b.cached_prefixes.contains(&b.prefix));
+    let prefix = b.prefix.clone();
+    s.injection = if use_mla {
+        Injection::Mla { is_inited: !update }
+    } else if update || !cached {
+        Injection::Recompute { batch }
+    } else {
+        Injection::Reuse
+    };
+    let how = match s.injection {
+        Injection::Recompute { .. } => "recomputed now",
+        Injection::Reuse => "reused from an earlier layer",
+        Injection::Mla { .. } | Injection::Off => "",
+    };
+    if let Injection::Mla { is_inited } = s.injection {
+        s.hazard("H-MUSA-MLA-TUPLE-METADATA", &[&py_bool(is_inited)]);
+    } else {
+        s.hazard(
+            "H-MUSA-METADATA-INJECTED",
+            &[how, &prefix, &layer_id.to_string()],
+        );
+    }
+    Ok(())
+}
+
+fn py_bool(b: bool) -> String {
+    if b { "True" } else { "False" }.to_string()
+}
+
+/// The first layer this pipeline stage refreshes metadata at (§4.3 steps 2–4).
+fn start_layer_id(b: &SglangBackend) -> Result<i64, Fail> {
+    let mut start = pp_start_layer(
+        b.pp_layer_partition.as_deref(),
+        i64::from(b.num_hidden_layers),
+        i64::from(b.pp_rank),
+        i64::from(b.pp_world_size),
+    )?;
+    if b.can_run_tbo && b.pp_rank == 0 {
+        start += i64::from(b.first_k_dense_replace.unwrap_or(0));
+    }
+    if let Some(interval) = b.full_attention_interval {
+        start += i64::from(interval) - 1;
+    }
+    Ok(start)
+}
+
+/// `get_pp_indices(num_hidden_layers, pp_rank, pp_size)[0]` (sglang distributed/utils.py).
+fn pp_start_layer(partition: Option<&str>, layers: i64, rank: i64, size: i64) -> Result<i64, Fail> {
+    let Some(text) = partition else {
+        let (base, rem) = (layers / size.max(1), layers % size.max(1));
+        return Ok(if rank >= size - rem {
+            rank * (base + 1) - (size - rem)
+        } else {
+            rank * base
+        });
+    };
+    let counts: Vec<i64> = text
+        .split(',')
+        .map(python_int)
+        .collect::<Option<_>>()
+        .ok_or_else(|| Fail::with("musa.W-2.pp.partition", [text.to_string()]))?;
+    if counts.len() as i64 != size {
+        return Err(Fail::with(
+            "musa.W-2.pp.count",
+            [counts.len().to_string(), size.to_string()],
+        ));
+    }
+    let sum: i64 = counts.iter().sum();
+    if sum != layers {
+        return Err(Fail::with(
+            "musa.W-2.pp.sum",
+            [sum.to_string(), layers.to_string()],
+        ));
+    }
+    Ok(counts.iter().take(rank.max(0) as usize).sum())
+}
+
+/// Python's `int(str)` for the decimal forms a partition string holds (surrounding whitespace, a sign,
+/// underscores between digits).
+fn python_int(text: &str) -> Option<i64> {
+    let t = text.trim();
+    let (sign, digits) = match t.strip_prefix('-') {
+        Some(rest) => (-1, rest),
+        None => (1, t.strip_prefix('+').unwrap_or(t)),
+    };
+    let well_formed = !digits.is_empty()
+        && !digits.starts_with('_')
+        && !digits.ends_with('_')
+        && !digits.contains("__")
+        && digits.chars().all(|c| c.is_ascii_digit() || c == '_');
+    if !well_formed {
+        return None;
+    }
+    digits
+        .replace('_', "")
+        .parse::<i64>()
+        .ok()
+        .map(|v| sign * v)
+}
+
+/// `envs.SGLANG_MUSA_FA3_FORCE_UPDATE_METADATA.get()` (`EnvBool`, default False; unknown values warn
+/// and give the default).
+fn force_update(raw: Option<&str>) -> bool {
+    raw.is_some_and(|v| matches!(v.to_lowercase().as_str(), "true" | "1" | "yes" | "y"))
+}
+
+fn g1_seqused_k(s: &mut MusaState) -> Result<(), Fail> {
+    let v = s.arg("cache_seqlens");
+    if v.is_none() {
+        return Ok(());
+    }
+    let t = py::tensor(v, "stride", "musa.G-1.attr")?;
+    py::stride(t, -1, "musa.G-1.index", "musa.G-1.index")?;
+    Ok(())
+}
+
+/// A window element as Python sees it: `None`, a number, or something `>=` cannot compare.
+pub(super) enum WindowBound {
+    None,
+    Int(i64),
+    Other(String),
+}
+
+pub(super) fn window_bound(v: &PyValue) -> WindowBound {
+    match v {
+        PyValue::None => WindowBound::None,
+        PyValue::Float(f) => WindowBound::Int(*f as i64),
+        other => other.as_int().map_or_else(
+            || WindowBound::Other(other.type_name().to_string()),
+            WindowBound::Int,
+        ),
+    }
+}
+
+/// `window_size` after mate's `None` default, subscripted as `[0]`, `[1]`.
+pub(super) fn window_pair(
+    v: &PyValue,
+    type_site: &'static str,
+    index_site: &'static str,
+) -> Result<(WindowBound, WindowBound), Fail> {
+    if v.is_none() {
+        return Ok((WindowBound::Int(-1), WindowBound::Int(-1)));
+    }
+    let left = window_bound(py::item(v, 0, type_site, index_site)?);
+    let right = window_bound(py::item(v, 1, type_site, index_site)?);
+    Ok((left, right))
+}
+
+fn g1_window(s: &mut MusaState) -> Result<(), Fail> {
+    window_pair(
+        s.arg("window_size"),
+        "musa.G-1.window-type",
+        "musa.G-1.window-index",
+    )
+    .map(|_| ())
+}
+
+fn g6_seqused_k_shape(s: &mut MusaState) -> Result<(), Fail> {
+    let Some(t) = s.tensor("cache_seqlens") else {
+        return Ok(());
+    };
+    let batch = match s.injection {
+        Injection::Recompute { batch } => batch,
+        _ => unreachable!("chain M runs only when recomputing"),
+    };
+    fail_if(t.ndim() != 1 || t.shape[0] as i64 != batch, "musa.G-6")
+}
+
+fn g8_int32_contiguous(s: &mut MusaState) -> Result<(), Fail> {
+    // cache_seqlens was copied by maybe_contiguous when its last stride was not 1.
+    let cu = cu_seqlens_q(s);
+    fail_if(cu.dtype != Dtype::Int32, "musa.G-8.dtype")?;
+    fail_if(cu.stride_of(0) != Some(1), "musa.G-8.contiguous")?;
+    if let Some(t) = s.tensor("cache_seqlens") {
+        fail_if(t.dtype != Dtype::Int32, "musa.G-8.dtype")?;
+    }
+    Ok(())
+}
+
+fn g9_on_musa(s: &mut MusaState) -> Result<(), Fail> {
+    let cache_ok = s.tensor("cache_seqlens").is_none_or(is_musa);
+    fail_if(!is_musa(cu_seqlens_q(s)) || !cache_ok, "musa.G-9")
+}
+
+fn layer_heads(s: &MusaState) -> (i64, i64, i64, i64) {
+    let l = backend(s).layer.as_ref().expect("active injection");
+    (
+        l.tp_q_head_num,
+        l.tp_k_head_num,
+        l.qk_head_dim,
+        l.v_head_dim,
+    )
+}
+
+fn g10_heads(s: &mut MusaState) -> Result<(), Fail> {
+    let (hq, hk, _, _) = layer_heads(s);
+    fail_if(hk == 0, "musa.G-10.zero")?;
+    fail_if(hq.rem_euclid(hk) != 0, "musa.G-10")
+}
+
+fn g11_resolve_mask(s: &mut MusaState) -> Result<(), Fail> {
+    let (left, right) = window_pair(
+        s.arg("window_size"),
+        "musa.G-1.window-type",
+        "musa.G-1.window-index",
+    )?;
+    // `wl is None or wl >= max_seqlen_k - 1`: the subtraction runs before the comparison.
+    if !matches!(left, WindowBound::None) && backend(s).max_seqlen_k.is_none() {
+        return Err(Fail::new("musa.G-11"));
+    }
+    for bound in [left, right] {
+        if let WindowBound::Other(ty) = bound {
+            return Err(Fail::with("musa.G-11.window-type", [ty]));
+        }
+    }
+    Ok(())
+}
+
+fn g13_kernel_config(s: &mut MusaState) -> Result<(), Fail> {
+    let (hq, hk, d, dv) = layer_heads(s);
+    let m = s.arg("max_seqlen_q").as_number().unwrap_or(0.0) as i64;
+    musa_config::kernel_config(m, hq / hk, to_dim(d), to_dim(dv), None)
+        .map(|_| ())
+        .map_err(|(d, dv)| Fail::with("musa.G-13", [d.to_string(), dv.to_string()]))
+}
+
+fn to_dim(d: i64) -> usize {
+    usize::try_from(d).unwrap_or(0)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn pp_partition_follows_get_pp_indices() {
+        // 10 layers over 4 stages: 2, 2, 3, 3 -> starts 0, 2, 4, 7.
+        let starts: Vec<i64> = (0..4)
+            .map(|r| pp_start_layer(None, 10, r, 4).unwrap())
+            .collect();
+        assert_eq!(starts, [0, 2, 4, 7]);
+        assert_eq!(pp_start_layer(Some("3, 7"), 10, 1, 2), Ok(3));
+        assert_eq!(
+            pp_start_layer(Some("3,x"), 10, 1, 2).unwrap_err(),
+            Fail::with("musa.W-2.pp.partition", ["3,x".to_string()])
+        );
+        assert_eq!(
+            pp_start_layer(Some("10"), 10, 0, 2).unwrap_err(),
+            Fail::with("musa.W-2.pp.count", ["1".to_string(), "2".to_string()])
+        );
+        assert_eq!(
+            pp_start_layer(Some("4,4"), 10, 0, 2).unwrap_err(),
+            Fail::with("musa.W-2.pp.sum", ["8".to_string(), "10".to_string()])
+        );
+        assert_eq!(python_int("1_0"), Some(10));
+        assert_eq!(python_int(""), None);
+        assert_eq!(python_int("3.0"), None);
+    }
+
+    #[test]
+    fn env_bool_parsing() {
+        assert!(force_update(Some("TRUE")));
+        assert!(force_update(Some("y")));
+        assert!(!force_update(Some("")));
+        assert!(!force_update(Some("on")));
+        assert!(!force_update(None));
+    }
+}

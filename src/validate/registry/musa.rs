@@ -1,0 +1,1283 @@
+//! Error sites and hazards of the MUSA stack: SGLang's MUSA wrapper V3 (sglang 082898472f) over
+//! mate v0.2.2 (3f58cc3e). Labels follow musa-fa3.md §5 (`W-`, `G-`, `K-`, `MLA-`, `F-`, `C-`, `J-`,
+//! `B-`); a suffix names the Python expression of that check that raises something else than its
+//! assert (`.attr`, `.index`, ...). Sites marked "Shadowed" cannot fire first (an earlier site always
+//! catches the same defect); they are listed so that `explain` knows them.
+
+use super::{HazardDef, Site};
+use crate::validate::{Exception, Severity};
+
+macro_rules! sgl {
+    ($lines:literal) => {
+        concat!(
+            "sgl-project/sglang@082898472f python/sglang/srt/hardware_backend/musa/attention/flashattention_backend.py:",
+            $lines
+        )
+    };
+}
+macro_rules! mate {
+    ($path:literal, $lines:literal) => {
+        concat!("MooreThreads/mate@3f58cc3e ", $path, ":", $lines)
+    };
+}
+macro_rules! mha {
+    ($lines:literal) => {
+        mate!("mate/mha_interface.py", $lines)
+    };
+}
+macro_rules! fwd {
+    ($lines:literal) => {
+        mate!("mate/jit/attention/fmha/fmha_fwd.py", $lines)
+    };
+}
+macro_rules! meta {
+    ($lines:literal) => {
+        mate!("mate/jit/attention/fmha/fmha_get_metadata.py", $lines)
+    };
+}
+
+macro_rules! site {
+    ($id:literal, $layer:expr, $exc:ident, $template:expr, $citation:expr, $condition:literal, $explain:literal $(,)?) => {
+        Site {
+            id: $id,
+            layer: $layer,
+            exception: Exception::$exc,
+            template: $template,
+            citation: $citation,
+            condition: $condition,
+            explain: $explain,
+        }
+    };
+}
+
+pub const WRAPPER: &str = "sglang MUSA wrapper V3 flash_attn_with_kvcache";
+pub const INJECTION: &str = "sglang _compute_scheduler_metadata (injection)";
+pub const METADATA: &str =
+    "mate get_scheduler_metadata -> _fmha_get_metadata (injection recompute)";
+pub const MHA: &str = "mate.mha_interface.flash_attn_with_kvcache";
+pub const MLA: &str = "mate MLA decode branch";
+pub const FWD: &str = "mate _fmha_fwd";
+pub const CONFIG: &str = "mate _get_fwd_kernel_config";
+pub const JIT: &str = "mate JIT build";
+pub const COMBINE: &str = "mate _fmha_fwd_combine";
+
+/// CPython 3.11 / torch messages of Python expressions.
+const ATTR: &str = "'{}' object has no attribute '{}'";
+const TUPLE_INDEX: &str = "tuple index out of range";
+const UNPACK: &str = "not enough values to unpack (expected 2, got {})";
+const NO_DIMS: &str = "Dimension specified as {} but tensor has no dimensions";
+const SUBSCRIPT: &str = "'{}' object is not subscriptable";
+const SEQ_INDEX: &str = "{} index out of range";
+const MOD_ZERO: &str = "integer modulo by zero";
+const ADD_CONFIG: &str = "Add config for headdim {}-{}";
+const ON_MUSA: &str = "inputs must be on MUSA device";
+
+pub static SITES: &[Site] = &[
+    // ---- SGLang wrapper ------------------------------------------------------------------------
+    site!(
+        "musa.W-0",
+        WRAPPER,
+        TypeError,
+        "{}",
+        sgl!("L122-L157"),
+        "the call does not bind to the wrapper's 34-parameter signature (CPython's argument binding)",
+        "Causes: an FA3-only keyword (`s_aux`, `cp_world_size`) or a misspelt one; too many positional \
+         arguments. Fix: use the wrapper's keywords (`sinks`, not `s_aux`); pass everything after `v_cache` \
+         by keyword."
+    ),
+    site!(
+        "musa.W-1",
+        WRAPPER,
+        ValueError,
+        "Only ver=3 is supported for MUSA FA3.",
+        sgl!("L159-L160"),
+        "`ver != 3` (Python `!=`: 3.0 passes; \"3\", None, True, 2, 4 raise); the first statement of the wrapper",
+        "Causes: code ported from sgl-kernel passes ver=2 (FA2-style) or ver=4 (FA4); sgl-kernel accepted any \
+         ver != 4 silently as FA3. Fixes: pass ver=3 or omit it; for FA2 behaviour use the non-FA3 MUSA \
+         attention path instead of this wrapper; audit ported code for a hard-coded ver=2."
+    ),
+    site!(
+        "musa.W-2.k_cache.attr",
+        INJECTION,
+        AttributeError,
+        ATTR,
+        sgl!("L166"),
+        "injection runs and `k_cache` is neither None nor a tensor: `k_cache.shape[1]` (page_size)",
+        "Only when injection is active (a backend ran a layer, scheduler_metadata None). Fix: pass a tensor cache."
+    ),
+    site!(
+        "musa.W-2.k_cache.index",
+        INJECTION,
+        IndexError,
+        TUPLE_INDEX,
+        sgl!("L166"),
+        "injection runs and `k_cache` has fewer than 2 dimensions (`k_cache.shape[1]`)",
+        "Fix: pass the 4-D cache (num_blocks, page_size, h_k, d)."
+    ),
+    site!(
+        "musa.W-2.cu_seqlens_q.attr",
+        INJECTION,
+        AttributeError,
+        ATTR,
+        sgl!("L60"),
+        "injection runs and `cu_seqlens_q` is None or not a tensor: `cu_seqlens_q.shape[-1] - 1` (batch_size)",
+        "Causes: the fixed-length convention (4-D q without cu_seqlens_q) once any SGLang attention layer has \
+         run in the process. Fixes: pass cu_seqlens_q with 3-D q, or pass an explicit scheduler_metadata \
+         (disables injection), or call mate's flash_attn_interface directly."
+    ),
+    site!(
+        "musa.W-2.cu_seqlens_q.index",
+        INJECTION,
+        IndexError,
+        TUPLE_INDEX,
+        sgl!("L60"),
+        "injection runs and `cu_seqlens_q` is a 0-dim tensor",
+        "Fix: cu_seqlens_q is the 1-D int32 prefix sum of length batch+1."
+    ),
+    site!(
+        "musa.W-2.pp.partition",
+        INJECTION,
+        ValueError,
+        "Invalid partition string: {}",
+        "sgl-project/sglang@1107be11 python/sglang/srt/distributed/utils.py:L63-L70",
+        "injection runs and env SGLANG_PP_LAYER_PARTITION is not a comma-separated list of ints (get_pp_indices)",
+        "Fix: set SGLANG_PP_LAYER_PARTITION to per-stage layer counts, e.g. `16,15,15,15`, or unset it."
+    ),
+    site!(
+        "musa.W-2.pp.count",
+        INJECTION,
+        ValueError,
+        "len(partitions)={} does not match pp_size={}.",
+        "sgl-project/sglang@1107be11 python/sglang/srt/distributed/utils.py:L71-L72",
+        "injection runs and SGLANG_PP_LAYER_PARTITION has another number of entries than PP stages",
+        "Fix: one count per pipeline stage."
+    ),
+    site!(
+        "musa.W-2.pp.sum",
+        INJECTION,
+        ValueError,
+        "sum(partitions)={} does not match num_hidden_layers={}.",
+        "sgl-project/sglang@1107be11 python/sglang/srt/distributed/utils.py:L73-L74",
+        "injection runs and the SGLANG_PP_LAYER_PARTITION counts do not add up to the model's layers",
+        "Fix: the counts must sum to num_hidden_layers."
+    ),
+    // ---- metadata chain M (injection recomputes) -----------------------------------------------
+    site!(
+        "musa.G-1.attr",
+        METADATA,
+        AttributeError,
+        ATTR,
+        mha!("L1021-L1022"),
+        "injection recomputes and `cache_seqlens` is not a tensor: `maybe_contiguous(seqused_k)` calls `.stride`",
+        "Causes: an int cache_seqlens (accepted by FA3 and by mate without injection) reaches the metadata \
+         chain before mate's int->tensor conversion. Fix: pass cache_seqlens as an int32 tensor of shape (batch,)."
+    ),
+    site!(
+        "musa.G-1.index",
+        METADATA,
+        IndexError,
+        NO_DIMS,
+        mha!("L1021-L1022"),
+        "injection recomputes and `cache_seqlens` is a 0-dim tensor (`stride(-1)`)",
+        "Fix: cache_seqlens must be 1-D (batch,)."
+    ),
+    site!(
+        "musa.G-1.window-type",
+        METADATA,
+        TypeError,
+        SUBSCRIPT,
+        mha!("L1023-L1047"),
+        "injection recomputes and `window_size` is not a tuple/list/None (`window_size[0]` in the call of _fmha_get_metadata)",
+        "Fix: window_size is a pair (left, right); (-1, -1) for no window."
+    ),
+    site!(
+        "musa.G-1.window-index",
+        METADATA,
+        IndexError,
+        SEQ_INDEX,
+        mha!("L1023-L1047"),
+        "injection recomputes and `window_size` has fewer than 2 elements",
+        "Fix: window_size is a pair (left, right)."
+    ),
+    site!(
+        "musa.G-2",
+        METADATA,
+        AssertionError,
+        "",
+        meta!("L273-L274"),
+        "injection recomputes, cu_seqlens_q given and max_seqlen_q is None",
+        "Fix: pass max_seqlen_q with cu_seqlens_q."
+    ),
+    site!(
+        "musa.G-4",
+        METADATA,
+        AssertionError,
+        "cu_seqlens_q must have shape (batch_size + 1,)",
+        meta!("L280-L283"),
+        "injection recomputes and cu_seqlens_q is not 1-D (batch_size is taken from its last dim)",
+        "Fix: cu_seqlens_q is 1-D (batch+1,)."
+    ),
+    site!(
+        "musa.G-6",
+        METADATA,
+        AssertionError,
+        "seqused_k must have shape (batch_size,)",
+        meta!("L288-L290"),
+        "injection recomputes and cache_seqlens does not have shape (cu_seqlens_q.shape[-1]-1,)",
+        "Fix: one cache length per sequence of cu_seqlens_q."
+    ),
+    site!(
+        "musa.G-8.dtype",
+        METADATA,
+        AssertionError,
+        "cu_seqlens_q, cu_seqlens_k, seqused_q, seqused_k, leftpad_k must be int32",
+        meta!("L295-L308"),
+        "injection recomputes and cu_seqlens_q or cache_seqlens is not int32",
+        "Cause: int64 index tensors (torch default). Fix: `.to(torch.int32)`."
+    ),
+    site!(
+        "musa.G-8.contiguous",
+        METADATA,
+        AssertionError,
+        "cu_seqlens_q, cu_seqlens_k, seqused_q, seqused_k, leftpad_k must be contiguous",
+        meta!("L295-L308"),
+        "injection recomputes and cu_seqlens_q has stride(0) != 1 (cache_seqlens was already copied by maybe_contiguous)",
+        "Fix: `.contiguous()` the index tensor."
+    ),
+    site!(
+        "musa.G-9",
+        METADATA,
+        AssertionError,
+        ON_MUSA,
+        meta!("L310-L319"),
+        "injection recomputes and cu_seqlens_q or cache_seqlens is not on a MUSA device",
+        "Fix: move index tensors to the MUSA device."
+    ),
+    site!(
+        "musa.G-10",
+        METADATA,
+        AssertionError,
+        "num_heads_q must be divisible by num_heads_kv",
+        meta!("L321-L323"),
+        "injection recomputes and the backend's current layer has tp_q_head_num % tp_k_head_num != 0",
+        "The head counts come from the backend's last layer, not from the call."
+    ),
+    site!(
+        "musa.G-10.zero",
+        METADATA,
+        ZeroDivisionError,
+        MOD_ZERO,
+        meta!("L321-L323"),
+        "injection recomputes and the backend's current layer has tp_k_head_num == 0",
+        "Backend state is inconsistent; the call's tensors are not consulted."
+    ),
+    site!(
+        "musa.G-11",
+        METADATA,
+        TypeError,
+        "unsupported operand type(s) for -: 'NoneType' and 'int'",
+        meta!("L338-L345"),
+        "injection recomputes, the left window is an int and the backend's _current_max_seqlen_k is None (_resolve_mask)",
+        "Backend state without max_seqlen_k; the call cannot fix it except by passing scheduler_metadata."
+    ),
+    site!(
+        "musa.G-11.window-type",
+        METADATA,
+        TypeError,
+        "'>=' not supported between instances of '{}' and 'int'",
+        meta!("L338-L345"),
+        "injection recomputes and a window_size element is not a number or None (_resolve_mask)",
+        "Fix: window_size elements are ints."
+    ),
+    site!(
+        "musa.G-13",
+        METADATA,
+        AssertionError,
+        ADD_CONFIG,
+        meta!("L356-L372"),
+        "injection recomputes and the backend layer's (qk_head_dim, v_head_dim), rounded, is not a supported pair",
+        "The dims come from the backend's current layer (e.g. 64-128). Supported rounded pairs: 64-64, 128-128, \
+         192-128, 192-192, 256-256, 384-384, 512-512."
+    ),
+    // ---- mate.mha_interface ----------------------------------------------------------------------
+    site!(
+        "musa.K-1.attr",
+        MHA,
+        AttributeError,
+        ATTR,
+        mha!("L903"),
+        "`k_cache` is not a tensor (`k_cache.stride(-1)`)",
+        "Fix: pass the K cache tensor."
+    ),
+    site!(
+        "musa.K-1.index",
+        MHA,
+        IndexError,
+        NO_DIMS,
+        mha!("L903"),
+        "`k_cache` is a 0-dim tensor",
+        "Fix: k_cache is 4-D."
+    ),
+    site!(
+        "musa.K-1",
+        MHA,
+        AssertionError,
+        "k_cache must have contiguous last dimension",
+        mha!("L903"),
+        "k_cache.stride(-1) != 1 (mate never copies the cache: the kernel appends into it)",
+        "Cause: a transposed or sliced cache view. Fix: allocate the cache with a contiguous head dim."
+    ),
+    site!(
+        "musa.K-2.attr",
+        MHA,
+        AttributeError,
+        ATTR,
+        mha!("L904"),
+        "`v_cache` is not a tensor",
+        "Fix: pass the V cache tensor."
+    ),
+    site!(
+        "musa.K-2.index",
+        MHA,
+        IndexError,
+        NO_DIMS,
+        mha!("L904"),
+        "`v_cache` is a 0-dim tensor",
+        "Fix: v_cache is 4-D."
+    ),
+    site!(
+        "musa.K-2",
+        MHA,
+        AssertionError,
+        "v_cache must have contiguous last dimension",
+        mha!("L904"),
+        "v_cache.stride(-1) != 1",
+        "Fix: allocate the cache with a contiguous head dim."
+    ),
+    site!(
+        "musa.K-3.attr",
+        MHA,
+        AttributeError,
+        ATTR,
+        mha!("L909-L912"),
+        "softmax_scale is None and q (or qv) is not a tensor (`q.shape[-1]`)",
+        "Fix: pass q as a tensor."
+    ),
+    site!(
+        "musa.K-3.index",
+        MHA,
+        IndexError,
+        TUPLE_INDEX,
+        mha!("L909-L912"),
+        "softmax_scale is None and q (or qv) is a 0-dim tensor",
+        "Fix: q is 3-D or 4-D."
+    ),
+    site!(
+        "musa.K-5.attr",
+        MHA,
+        AttributeError,
+        ATTR,
+        mha!("L919"),
+        "qv (or, when qv.shape[-1] == 512, q) is not a tensor (MLA routing test)",
+        "Fix: qv is a tensor or None."
+    ),
+    site!(
+        "musa.K-5.index",
+        MHA,
+        IndexError,
+        TUPLE_INDEX,
+        mha!("L919"),
+        "qv (or q) is a 0-dim tensor (MLA routing test)",
+        "Fix: qv is 3-D or 4-D."
+    ),
+    site!(
+        "musa.K-6.window-type",
+        MHA,
+        TypeError,
+        SUBSCRIPT,
+        mha!("L946-L988"),
+        "`window_size` is not a tuple/list/None (`window_size[0]` in the call of _fmha_fwd)",
+        "Fix: window_size is a pair (left, right)."
+    ),
+    site!(
+        "musa.K-6.window-index",
+        MHA,
+        IndexError,
+        SEQ_INDEX,
+        mha!("L946-L988"),
+        "`window_size` has fewer than 2 elements",
+        "Fix: window_size is a pair (left, right)."
+    ),
+    // ---- MLA branch ----------------------------------------------------------------------------
+    site!(
+        "musa.MLA-1.index",
+        MLA,
+        IndexError,
+        TUPLE_INDEX,
+        mha!("L921-L923"),
+        "MLA-shaped call (qv last dim 512, q last dim 64) with a 1-D qv (`qv.shape[-2]`)",
+        "Fix: qv is (batch, seqlen, heads, 512) or (total_q, heads, 512)."
+    ),
+    site!(
+        "musa.MLA-2.seqlens_k",
+        MLA,
+        TypeError,
+        "Mismatched type on argument #4",
+        mha!("L929-L944"),
+        "MLA-shaped call with cache_seqlens None: the C++ parameter seqlens_k is a non-optional tensor \
+         (tvm-ffi argument conversion; the message continues with the function signature, not modelled)",
+        "Fix: the MLA decode kernel needs cache_seqlens as an int32 tensor."
+    ),
+    site!(
+        "musa.MLA-2.block_table",
+        MLA,
+        TypeError,
+        "Mismatched type on argument #5",
+        mha!("L929-L944"),
+        "MLA-shaped call with page_table None: the C++ parameter block_table is a non-optional tensor \
+         (tvm-ffi argument conversion; the message continues with the function signature, not modelled)",
+        "Fix: the MLA decode kernel needs a paged cache (page size 64) with page_table."
+    ),
+    site!(
+        "musa.MLA-3",
+        MLA,
+        RuntimeError,
+        "Back optional access",
+        mate!("csrc/mla_pybind.mu", "L866-L871"),
+        "MLA-shaped varlen call (cu_seqlens_q given) without max_seqlen_q: `max_seqlen_q.value()` on an empty Optional",
+        "Fix: pass max_seqlen_q with cu_seqlens_q."
+    ),
+    // ---- _fmha_fwd -----------------------------------------------------------------------------
+    site!(
+        "musa.F-1",
+        FWD,
+        AssertionError,
+        "qv parameter is not supported yet",
+        fwd!("L481"),
+        "qv given but the call is not MLA-shaped (qv last dim 512 with q last dim 64)",
+        "mate supports qv only for MLA decode. Fix: drop qv, or use the MLA shapes (q 64 + qv 512, page size 64)."
+    ),
+    site!(
+        "musa.F-2",
+        FWD,
+        AssertionError,
+        "k_new and v_new must be provided together",
+        fwd!("L482-L484"),
+        "exactly one of k, v given",
+        "Fix: pass both k and v to append, or neither."
+    ),
+    site!(
+        "musa.F-3.attr",
+        FWD,
+        AttributeError,
+        ATTR,
+        fwd!("L487-L489"),
+        "q, k or v is neither None nor a tensor (`maybe_contiguous` calls `.stride`)",
+        "Fix: pass tensors."
+    ),
+    site!(
+        "musa.F-3.index",
+        FWD,
+        IndexError,
+        NO_DIMS,
+        fwd!("L487-L489"),
+        "q, k or v is a 0-dim tensor (`stride(-1)`)",
+        "Fix: pass 3-D/4-D tensors."
+    ),
+    site!(
+        "musa.F-4.attr",
+        FWD,
+        AttributeError,
+        ATTR,
+        fwd!("L492"),
+        "q is None (with an explicit softmax_scale): `q.shape[-2:]`",
+        "Fix: pass q."
+    ),
+    site!(
+        "musa.F-4.unpack",
+        FWD,
+        ValueError,
+        UNPACK,
+        fwd!("L492"),
+        "q has fewer than 2 dimensions: `num_head, head_dim = q.shape[-2:]`",
+        "Fix: q is (batch, seqlen, heads, d) or (total_q, heads, d)."
+    ),
+    site!(
+        "musa.F-4.index",
+        FWD,
+        IndexError,
+        TUPLE_INDEX,
+        fwd!("L493"),
+        "k_cache is 1-D: `k.shape[-2]`",
+        "Fix: k_cache is 4-D."
+    ),
+    site!(
+        "musa.F-5",
+        FWD,
+        AssertionError,
+        "",
+        fwd!("L500"),
+        "cu_seqlens_q given and max_seqlen_q is None",
+        "Fix: pass max_seqlen_q (the longest query) with cu_seqlens_q."
+    ),
+    site!(
+        "musa.F-5.attr",
+        FWD,
+        AttributeError,
+        ATTR,
+        fwd!("L501"),
+        "cu_seqlens_q is not a tensor: `cu_seqlens_q.shape[0]`",
+        "Fix: cu_seqlens_q is an int32 tensor."
+    ),
+    site!(
+        "musa.F-5.index",
+        FWD,
+        IndexError,
+        TUPLE_INDEX,
+        fwd!("L501"),
+        "cu_seqlens_q is a 0-dim tensor",
+        "Fix: cu_seqlens_q is 1-D (batch+1,)."
+    ),
+    site!(
+        "musa.F-6.attr",
+        FWD,
+        AttributeError,
+        ATTR,
+        fwd!("L507"),
+        "page_table is not a tensor: `page_table.shape[1]`",
+        "Fix: page_table is an int32 tensor."
+    ),
+    site!(
+        "musa.F-6.index",
+        FWD,
+        IndexError,
+        TUPLE_INDEX,
+        fwd!("L507-L512"),
+        "page_table has fewer than 2 dims (`page_table.shape[1]`), or a non-paged k_cache has fewer than 3 (`k.shape[-3]`)",
+        "Fix: page_table is (batch, pages_per_seq); a non-paged cache is (batch, seqlen_k, h_k, d)."
+    ),
+    site!(
+        "musa.F-8.attr",
+        FWD,
+        AttributeError,
+        ATTR,
+        fwd!("L521-L541"),
+        "one of q, k_cache, v_cache, cu_seqlens_q, cu_seqlens_k_new, cache_seqlens, page_table, sinks, k, v, \
+         rotary_cos, rotary_sin, cache_leftpad, cache_batch_idx is neither None nor a tensor (`.is_musa`)",
+        "Fix: pass tensors (a float cache_seqlens is not converted; only ints are)."
+    ),
+    site!(
+        "musa.F-8",
+        FWD,
+        AssertionError,
+        ON_MUSA,
+        fwd!("L521-L541"),
+        "a tensor argument of the device list is not on a MUSA device (`.is_musa`, installed by torch_musa)",
+        "Causes: CPU or CUDA tensors from ported code; int cache_seqlens expanded on a CPU k_cache. Fix: `.to('musa')`."
+    ),
+    site!(
+        "musa.F-9",
+        FWD,
+        AssertionError,
+        "inputs must be float16 or bfloat16",
+        fwd!("L543-L545"),
+        "q.dtype is not float16/bfloat16",
+        "Causes: fp8 KV paths (SGLang casts q to kv_cache_dtype), float32 tests. mate has no fp8 attention; \
+         descales are ignored. Fix: fp16/bf16 q and caches."
+    ),
+    site!(
+        "musa.F-10",
+        FWD,
+        AssertionError,
+        "inputs must have the same dtype",
+        fwd!("L546"),
+        "q, k_cache, v_cache dtypes differ",
+        "Fix: one dtype for q and both caches."
+    ),
+    site!(
+        "musa.F-11",
+        FWD,
+        AssertionError,
+        "k_new and v_new must have the same dtype as q, k and v",
+        fwd!("L547-L550"),
+        "k/v dtypes differ from q's",
+        "Fix: cast the appended k, v to q's dtype."
+    ),
+    site!(
+        "musa.F-12.dtype",
+        FWD,
+        AssertionError,
+        "cu_seqlens_q, cu_seqlens_k, cu_seqlens_k_new, seqused_q, seqused_k, leftpad_k must be int32",
+        fwd!("L552-L566"),
+        "cu_seqlens_q, cu_seqlens_k_new, cache_seqlens or cache_leftpad is not int32 (checked in that order)",
+        "Cause: int64 index tensors (torch's default). Fix: `.to(torch.int32)`. cu_seqlens_k_new is checked even without k/v."
+    ),
+    site!(
+        "musa.F-12.contiguous",
+        FWD,
+        AssertionError,
+        "cu_seqlens_q, cu_seqlens_k, cu_seqlens_k_new, seqused_q, seqused_k, leftpad_k must be contiguous",
+        fwd!("L552-L566"),
+        "one of those has stride(0) != 1",
+        "Upstream FA3 copies such views; mate rejects them. Fix: `.contiguous()`."
+    ),
+    site!(
+        "musa.F-12.index",
+        FWD,
+        IndexError,
+        NO_DIMS,
+        fwd!("L552-L566"),
+        "one of those is a 0-dim tensor (`stride(0)`)",
+        "Fix: 1-D index tensors."
+    ),
+    site!(
+        "musa.F-13.dtype",
+        FWD,
+        AssertionError,
+        "page_table must be int32",
+        fwd!("L569"),
+        "page_table is not int32",
+        "Fix: `.to(torch.int32)`."
+    ),
+    site!(
+        "musa.F-13.contiguous",
+        FWD,
+        AssertionError,
+        "page_table must be contiguous",
+        fwd!("L570"),
+        "page_table.stride(-1) != 1",
+        "Upstream copies; mate rejects. Fix: `.contiguous()`."
+    ),
+    site!(
+        "musa.F-14.device",
+        FWD,
+        AssertionError,
+        "kv_batch_idx must be on MUSA device",
+        fwd!("L574"),
+        "Shadowed by musa.F-8 (cache_batch_idx is in its device list)",
+        "See musa.F-8."
+    ),
+    site!(
+        "musa.F-14.dtype",
+        FWD,
+        AssertionError,
+        "kv_batch_idx must be int32",
+        fwd!("L575"),
+        "cache_batch_idx is not int32",
+        "Fix: `.to(torch.int32)`."
+    ),
+    site!(
+        "musa.F-14.shape",
+        FWD,
+        AssertionError,
+        "kv_batch_idx must have shape (batch_size,)",
+        fwd!("L576-L578"),
+        "cache_batch_idx shape is not (batch_size,)",
+        "Fix: one cache row per sequence."
+    ),
+    site!(
+        "musa.F-14.contiguous",
+        FWD,
+        AssertionError,
+        "kv_batch_idx must be contiguous",
+        fwd!("L579"),
+        "cache_batch_idx.stride(0) != 1",
+        "Upstream copies; mate rejects. Fix: `.contiguous()`."
+    ),
+    site!(
+        "musa.F-15.device",
+        FWD,
+        AssertionError,
+        "leftpad_k must be on MUSA device",
+        fwd!("L582"),
+        "Shadowed by musa.F-8",
+        "See musa.F-8."
+    ),
+    site!(
+        "musa.F-15.dtype",
+        FWD,
+        AssertionError,
+        "leftpad_k must be int32",
+        fwd!("L583"),
+        "Shadowed by musa.F-12.dtype",
+        "See musa.F-12.dtype."
+    ),
+    site!(
+        "musa.F-15.shape",
+        FWD,
+        AssertionError,
+        "leftpad_k must have shape (batch_size,)",
+        fwd!("L584-L586"),
+        "cache_leftpad shape is not (batch_size,)",
+        "Fix: one left padding per sequence."
+    ),
+    site!(
+        "musa.F-15.contiguous",
+        FWD,
+        AssertionError,
+        "leftpad_k must be contiguous",
+        fwd!("L587"),
+        "Shadowed by musa.F-12.contiguous",
+        "See musa.F-12.contiguous."
+    ),
+    site!(
+        "musa.F-16.shape",
+        FWD,
+        AssertionError,
+        "",
+        fwd!("L590"),
+        "sinks (learnable_sink) shape is not (num_heads,)",
+        "Fix: one sink logit per query head."
+    ),
+    site!(
+        "musa.F-16.dtype",
+        FWD,
+        AssertionError,
+        "learnable_sink must be bfloat16",
+        fwd!("L591"),
+        "sinks is not bfloat16",
+        "Cause: float32 sinks (accepted upstream). Fix: `.to(torch.bfloat16)`."
+    ),
+    site!(
+        "musa.F-17",
+        FWD,
+        AssertionError,
+        "batch_size must equal batch_size_k when kv_batch_idx is None",
+        fwd!("L594-L597"),
+        "no cache_batch_idx and the cache's batch (page_table.shape[0] or k_cache.shape[0]) differs from q's batch",
+        "Causes: a 3-D cache, a cache with spare rows. Fix: pass cache_batch_idx or size the cache to the batch."
+    ),
+    site!(
+        "musa.F-18.k",
+        FWD,
+        AssertionError,
+        "",
+        fwd!("L601-L605"),
+        "k_cache shape is not (batch_k, seqlen_k, h_k, d) / (num_pages, page_size, h_k, d); d is q's head dim",
+        "Causes: q/k head dims differ, a 5-D cache. Fix: match q's head dim."
+    ),
+    site!(
+        "musa.F-18.v",
+        FWD,
+        AssertionError,
+        "",
+        fwd!("L602-L606"),
+        "v_cache shape differs from k_cache's (except its head dim)",
+        "Fix: v_cache like k_cache."
+    ),
+    site!(
+        "musa.F-18.page_table",
+        FWD,
+        AssertionError,
+        "",
+        fwd!("L606"),
+        "page_table is not 2-D (batch_k, pages_per_seq)",
+        "Fix: page_table is (batch, pages_per_seq)."
+    ),
+    site!(
+        "musa.F-20",
+        FWD,
+        AssertionError,
+        "cu_seqlens_q must have shape (batch_size + 1,)",
+        fwd!("L617-L620"),
+        "cu_seqlens_q is not 1-D",
+        "Fix: cu_seqlens_q is (batch+1,)."
+    ),
+    site!(
+        "musa.F-22",
+        FWD,
+        AssertionError,
+        "seqused_k must have shape (batch_size,)",
+        fwd!("L625-L627"),
+        "cache_seqlens shape is not (batch_size,) (an int cache_seqlens becomes length k_cache.shape[0])",
+        "Causes: int cache_seqlens with a paged cache (pages != batch). Fix: pass an int32 tensor (batch,)."
+    ),
+    site!(
+        "musa.F-23.index",
+        FWD,
+        IndexError,
+        TUPLE_INDEX,
+        fwd!("L631"),
+        "k is 1-D without cu_seqlens_k_new (`k_new.shape[1]`)",
+        "Fix: k is (batch, seqlen_new, h_k, d)."
+    ),
+    site!(
+        "musa.F-23.k",
+        FWD,
+        AssertionError,
+        "k_new must have shape (batch_size, seqlen_k_new, num_head_kv, head_dim)",
+        fwd!("L632-L634"),
+        "k is not (batch, seqlen_new, h_k, d)",
+        "Fix: match q's batch and the cache's heads/dim."
+    ),
+    site!(
+        "musa.F-23.v",
+        FWD,
+        AssertionError,
+        "v_new must have shape (batch_size, seqlen_k_new, num_head_kv, head_dim_v)",
+        fwd!("L635-L637"),
+        "v is not (batch, seqlen_new, h_k, dv)",
+        "Fix: match k and v_cache's head dim."
+    ),
+    site!(
+        "musa.F-24.k",
+        FWD,
+        AssertionError,
+        "packed k_new must have shape (total_k_new, num_head_kv, head_dim)",
+        fwd!("L640-L642"),
+        "cu_seqlens_k_new given and k is not (total_new, h_k, d)",
+        "Fix: packed k is 3-D."
+    ),
+    site!(
+        "musa.F-24.v",
+        FWD,
+        AssertionError,
+        "packed v_new must have shape (total_k_new, num_head_kv, head_dim_v)",
+        fwd!("L643-L645"),
+        "cu_seqlens_k_new given and v is not (total_new, h_k, dv)",
+        "Fix: packed v is 3-D."
+    ),
+    site!(
+        "musa.F-25",
+        FWD,
+        AssertionError,
+        "cu_seqlens_k_new must have shape (batch_size + 1,)",
+        fwd!("L646-L648"),
+        "k, v and cu_seqlens_k_new given and cu_seqlens_k_new is not (batch+1,)",
+        "Fix: one prefix entry per sequence plus one."
+    ),
+    site!(
+        "musa.F-26",
+        FWD,
+        AssertionError,
+        "cu_seqlens_k_new[-1] must equal total_k_new",
+        fwd!("L649-L652"),
+        "cu_seqlens_k_new's last value differs from k.shape[0]",
+        "Fix: the prefix sum ends at the packed row count."
+    ),
+    site!(
+        "musa.F-27",
+        FWD,
+        AssertionError,
+        "If rotary cos/sin are provided, new key / value to be appended to KV cache must also be provided",
+        fwd!("L656-L658"),
+        "rotary_cos given without k/v",
+        "Rotary is applied only to appended keys. Fix: pass k, v or drop rotary."
+    ),
+    site!(
+        "musa.F-28",
+        FWD,
+        AssertionError,
+        "If rotary cos is provided, rotary sin must also be provided",
+        fwd!("L659-L661"),
+        "rotary_cos given without rotary_sin",
+        "Fix: pass both."
+    ),
+    site!(
+        "musa.F-29.index",
+        FWD,
+        IndexError,
+        TUPLE_INDEX,
+        fwd!("L662"),
+        "rotary_cos is 1-D (`rotary_cos.shape[1]`)",
+        "Fix: rotary_cos is (seqlen_ro, rotary_dim / 2)."
+    ),
+    site!(
+        "musa.F-29",
+        FWD,
+        AssertionError,
+        "rotary_dim must be <= headdim",
+        fwd!("L663"),
+        "2 * rotary_cos.shape[1] > head dim",
+        "Fix: rotary_cos second dim is rotary_dim / 2."
+    ),
+    site!(
+        "musa.F-30",
+        FWD,
+        AssertionError,
+        "Only rotary dimensions divisible by 16 are currently supported",
+        fwd!("L664-L666"),
+        "rotary_dim % 16 != 0",
+        "Fix: rotary_dim a multiple of 16."
+    ),
+    site!(
+        "musa.F-31",
+        FWD,
+        AssertionError,
+        "cos/sin seqlen must be at least the seqlen of KV cache",
+        fwd!("L668-L672"),
+        "paged call and rotary_cos.shape[0] < pages_per_seq * page_size",
+        "Fix: cos/sin tables cover the cache capacity."
+    ),
+    site!(
+        "musa.F-32",
+        FWD,
+        AssertionError,
+        "rotary_cos must have the same dtype as query",
+        fwd!("L673-L675"),
+        "rotary_cos/rotary_sin dtype differs from q's",
+        "Fix: cast cos/sin to q's dtype."
+    ),
+    site!(
+        "musa.F-33",
+        FWD,
+        AssertionError,
+        "",
+        fwd!("L676"),
+        "rotary_cos and rotary_sin shapes differ or are not (seqlen_ro, rotary_dim / 2)",
+        "Fix: equal 2-D tables."
+    ),
+    site!(
+        "musa.F-34.attr",
+        FWD,
+        AttributeError,
+        ATTR,
+        fwd!("L678-L680"),
+        "rotary_seqlens (with rotary_cos) is not a tensor (`.dtype`)",
+        "Fix: an int32 tensor (batch,)."
+    ),
+    site!(
+        "musa.F-34.dtype",
+        FWD,
+        AssertionError,
+        "seqlens_rotary must have dtype torch.int32",
+        fwd!("L679-L681"),
+        "rotary_seqlens is not int32",
+        "Fix: `.to(torch.int32)`."
+    ),
+    site!(
+        "musa.F-34.shape",
+        FWD,
+        AssertionError,
+        "",
+        fwd!("L682"),
+        "rotary_seqlens shape is not (batch_size,)",
+        "Fix: one rotary offset per sequence."
+    ),
+    site!(
+        "musa.F-35",
+        FWD,
+        AssertionError,
+        "num_head must be divisible by num_head_kv",
+        fwd!("L684"),
+        "q heads not a multiple of the cache's KV heads",
+        "Fix: GQA needs h % h_k == 0."
+    ),
+    site!(
+        "musa.F-35.zero",
+        FWD,
+        ZeroDivisionError,
+        MOD_ZERO,
+        fwd!("L684"),
+        "the cache has 0 KV heads (`k.shape[-2] == 0`)",
+        "Fix: a cache with heads."
+    ),
+    site!(
+        "musa.F-mask.window-type",
+        FWD,
+        TypeError,
+        "'>=' not supported between instances of '{}' and 'int'",
+        fwd!("L709-L717"),
+        "a window_size element is not a number or None (_resolve_mask)",
+        "Fix: window_size elements are ints."
+    ),
+    site!(
+        "musa.F-mask.chunk-type",
+        FWD,
+        TypeError,
+        "'>' not supported between instances of '{}' and 'int'",
+        fwd!("L696"),
+        "attention_chunk is not a number or None (`attention_chunk > 0`)",
+        "Fix: attention_chunk is an int (0 = off)."
+    ),
+    site!(
+        "musa.F-41.attr",
+        FWD,
+        AttributeError,
+        ATTR,
+        fwd!("L765-L768"),
+        "scheduler_metadata (passed or injected) is not a tensor, e.g. the MLA (workspace, flag) tuple injected by an \
+         MLA backend into a non-MLA call",
+        "Causes: an MLA backend was the last constructed backend; a non-MLA call then gets its tuple. Fix: pass \
+         scheduler_metadata explicitly (a tensor) or call mate directly."
+    ),
+    site!(
+        "musa.F-41.index",
+        FWD,
+        IndexError,
+        TUPLE_INDEX,
+        fwd!("L766"),
+        "scheduler_metadata is a 0-dim tensor (`shape[0]`)",
+        "Fix: mate metadata is 1-D int32 of length 4*batch."
+    ),
+    site!(
+        "musa.F-41",
+        FWD,
+        AssertionError,
+        "metadata buffer is too small",
+        fwd!("L765-L768"),
+        "no sinks and scheduler_metadata.shape[0] < 4 * batch_size",
+        "Causes: metadata computed for a smaller batch (injected or cached), upstream-format metadata. Fix: \
+         compute metadata with mate's get_scheduler_metadata for this call's batch."
+    ),
+    // ---- kernel configuration ------------------------------------------------------------------
+    site!(
+        "musa.C-3",
+        CONFIG,
+        TypeError,
+        "unhashable type: '{}'",
+        mate!("mate/jit/attention/fmha/fmha_utils.py", "L152-L193"),
+        "pack_gqa is unhashable (e.g. a list): _get_fwd_kernel_config is lru_cached",
+        "Fix: pack_gqa is None, True or False."
+    ),
+    site!(
+        "musa.C-2",
+        CONFIG,
+        AssertionError,
+        ADD_CONFIG,
+        mate!("mate/jit/attention/fmha/fmha_utils.py", "L152-L193"),
+        "the rounded (head_dim, head_dim_v) pair is not one of 64-64, 128-128, 192-128, 192-192, 256-256, 384-384, 512-512",
+        "Cause: e.g. q/k dim 64 with v dim 128 (DeepSeek-style dv != d). Message shows rounded dims. Fix: supported pairs only."
+    ),
+    site!(
+        "musa.J-1",
+        JIT,
+        RuntimeError,
+        "Ninja build failed.",
+        mate!("mate/jit/cpp_ext.py", "L320-L324"),
+        "k/v appended without any of cu_seqlens_q, cache_seqlens, cache_leftpad: static_assert \"AppendKV is only \
+         supported with Varlen\" (include/mate/attention/fmha/seqlen.hpp L36); the message continues with the build log",
+        "Fix: pass cache_seqlens (the current lengths) when appending k/v; upstream FA3 rejects this call up front."
+    ),
+    // ---- combine -------------------------------------------------------------------------------
+    site!(
+        "musa.B-2",
+        COMBINE,
+        AssertionError,
+        "",
+        mate!("mate/jit/attention/fmha/fmha_combine.py", "L182"),
+        "Shadowed by musa.F-5 (max_seqlen_q None with cu_seqlens_q)",
+        "See musa.F-5."
+    ),
+    site!(
+        "musa.B-3",
+        COMBINE,
+        AssertionError,
+        "metadata buffer is too small",
+        mate!("mate/jit/attention/fmha/fmha_combine.py", "L185"),
+        "Shadowed by musa.F-41 (same condition)",
+        "See musa.F-41."
+    ),
+    site!(
+        "musa.B-4",
+        COMBINE,
+        AssertionError,
+        "tile_n must be multiple of 32",
+        mate!("mate/jit/attention/fmha/fmha_combine.py", "L53"),
+        "Never fires: tile_n is always 64",
+        "-"
+    ),
+    site!(
+        "musa.B-5",
+        COMBINE,
+        ValueError,
+        "num_split exceeds max supported splits 128",
+        mate!("mate/jit/attention/fmha/fmha_combine.py", "L61-L70"),
+        "scheduler_metadata present (no sinks) and num_splits > 128; raised after the forward kernel ran",
+        "Appended k/v are already written into the cache when this fires. Fix: num_splits <= 128 (0 = heuristic)."
+    ),
+];
+
+macro_rules! hazard {
+    ($code:literal, $sev:ident, $template:literal, $citation:expr, $explain:literal $(,)?) => {
+        HazardDef {
+            code: $code,
+            severity: Severity::$sev,
+            template: $template,
+            citation: $citation,
+            explain: $explain,
+        }
+    };
+}
+
+/// Porter hazards of musa-fa3.md §8 (numbers in the explanations).
+pub static HAZARDS: &[HazardDef] = &[
+    hazard!(
+        "H-MUSA-SCORE-MOD-DROPPED",
+        Error,
+        "score_mod is accepted and silently ignored by the SGLang MUSA wrapper",
+        sgl!("L154-L157"),
+        "§8.15: the wrapper never reads score_mod; V4/V5 raise NotImplementedError. The attention is computed without it."
+    ),
+    hazard!(
+        "H-MUSA-AUX-TENSORS-DROPPED",
+        Error,
+        "aux_tensors is accepted and silently ignored by the SGLang MUSA wrapper",
+        sgl!("L154-L157"),
+        "§8.15: never read by the wrapper."
+    ),
+    hazard!(
+        "H-MUSA-SINKS-RENAMED",
+        Info,
+        "sinks is forwarded as mate's learnable_sink (must be bfloat16, shape (num_heads,))",
+        mate!(
+            "wrappers/flash-attention/flash_attn_3/interface.py",
+            "L11-L14"
+        ),
+        "§8.14, §2.2: `learnable_sink = sinks if sinks is not None else s_aux`."
+    ),
+    hazard!(
+        "H-MUSA-SINKS-DISABLE-SPLITS",
+        Warning,
+        "sinks force num_splits=-1 and drop scheduler_metadata ({}): one split, no combine",
+        fwd!("L687-L690"),
+        "§6.5, §8.14: a FIXME in mate disables splitting with learnable_sink; metadata given or injected is discarded."
+    ),
+    hazard!(
+        "H-MUSA-INT-CACHE-SEQLENS-EXPANDED",
+        Warning,
+        "int cache_seqlens={} becomes an int32 tensor of length k_cache.shape[0]={} (upstream FA3 uses q.shape[0]={})",
+        mha!("L913-L917"),
+        "§8.3: for a paged cache k_cache.shape[0] is the page count."
+    ),
+    hazard!(
+        "H-MUSA-NUM-SPLITS-IGNORED",
+        Warning,
+        "num_splits={} is ignored without scheduler_metadata: the kernel runs 1 split",
+        mate!("csrc/templates/attention/fmha/fwd_kern.j2", "L97-L99"),
+        "§8.4: no split-KV parallelism for direct mate calls."
+    ),
+    hazard!(
+        "H-MUSA-DESCALE-IGNORED",
+        Error,
+        "{} accepted and ignored: mate has no fp8 attention",
+        fwd!("L843"),
+        "§8.6: descale tensors are passed to the kernel and unused."
+    ),
+    hazard!(
+        "H-MUSA-WINDOW-NONE",
+        Info,
+        "window_size=None is accepted as (-1, -1); upstream raises TypeError",
+        mha!("L905-L906"),
+        "§8.27."
+    ),
+    hazard!(
+        "H-MUSA-CHUNK-NONE",
+        Info,
+        "attention_chunk=None is accepted as 0; upstream raises TypeError",
+        mha!("L907-L908"),
+        "§8.27."
+    ),
+    hazard!(
+        "H-MUSA-SOFTCAP-NEGATIVE",
+        Error,
+        "softcap={} enables softcapping on MUSA (softcap != 0.0); upstream ignores softcap <= 0",
+        fwd!("L809"),
+        "§8.23: negative softcap changes the results."
+    ),
+    hazard!(
+        "H-MUSA-ROTARY-NONCONTIGUOUS",
+        Error,
+        "{} is not contiguous: mate neither copies nor checks it and reads it with row stride rotary_dim/2",
+        mate!("csrc/templates/attention/fmha/fwd_kern.j2", "L358-L362"),
+        "§8.18: silently wrong rotary embedding; upstream raises `rotary_cos must be contiguous`."
+    ),
+    hazard!(
+        "H-MUSA-ROTARY-SIN-IGNORED",
+        Warning,
+        "rotary_sin without rotary_cos is silently ignored",
+        fwd!("L655"),
+        "§5.5 F-28: only rotary_cos switches rotary on."
+    ),
+    hazard!(
+        "H-MUSA-METADATA-INJECTED",
+        Warning,
+        "scheduler_metadata=None: the SGLang wrapper injects metadata {} (prefix {}, layer {}); it describes the backend's state, not necessarily this call",
+        sgl!("L162-L177"),
+        "§4.1-§4.7, §8.1: cached per prefix and reused by later layers; computed from backend max_seqlen_k and layer heads/dims."
+    ),
+    hazard!(
+        "H-MUSA-METADATA-IGNORES-ARGS",
+        Error,
+        "injected metadata never sees {} of this call: m-block counts or splits may not match",
+        sgl!("L97-L116"),
+        "§4.7.8, §6.11 ex. 1: a non-default pack_gqa can leave m-blocks unscheduled (garbage rows)."
+    ),
+    hazard!(
+        "H-MUSA-METADATA-UNCHECKED",
+        Warning,
+        "scheduler_metadata is only checked for length >= 4*batch; dtype, device, layout and contents are trusted",
+        fwd!("L765-L768"),
+        "§8.2: stale or upstream-format metadata is mis-sliced silently."
+    ),
+    hazard!(
+        "H-MUSA-MLA-TUPLE-METADATA",
+        Warning,
+        "an MLA backend injects (workspace, is_inited={}); the MLA kernel reuses scheduling data when is_inited",
+        sgl!("L85-L94"),
+        "§4.4, §4.7.4: one workspace per process, shared by every layer and backend."
+    ),
+    hazard!(
+        "H-MUSA-CU-SEQLENS-K-NEW-WITHOUT-KV",
+        Warning,
+        "cu_seqlens_k_new without k/v is validated (dtype, contiguity) but ignored by the kernel",
+        fwd!("L552-L566"),
+        "§8.24; with injection the metadata adds its lengths to cache_seqlens."
+    ),
+    hazard!(
+        "H-MUSA-SM-MARGIN",
+        Info,
+        "sm_margin={} only lowers the split heuristic's MP count; the grid still uses every MP",
+        mate!("csrc/templates/attention/fmha/fwd_kern.j2", "L452"),
+        "§8.22."
+    ),
+    hazard!(
+        "H-MUSA-MLA-ROUTED",
+        Warning,
+        "qv last dim 512 with q last dim 64 routes to mate's MLA decode kernel (2-tuple return, lse (b, s, h) for 4-D q)",
+        mha!("L919-L945"),
+        "§6.12, §8.7, §8.8."
+    ),
+    hazard!(
+        "H-MUSA-MLA-IGNORED",
+        Error,
+        "the MLA branch ignores {}",
+        mha!("L929-L944"),
+        "§6.12: none of these reach dispatch_mla_impl_for_fa_interface."
+    ),
+    hazard!(
+        "H-MUSA-HEADDIM-ROUNDED",
+        Info,
+        "head dims {}-{} run the {}-{} kernel",
+        mate!("mate/jit/attention/fmha/fmha_utils.py", "L76-L105"),
+        "§6.3: dims are padded to the kernel's template dims."
+    ),
+    hazard!(
+        "H-MUSA-HEADDIM-OVER-512",
+        Error,
+        "head dim {} > 512 is accepted and runs a 512-dim kernel",
+        mate!("mate/jit/attention/fmha/fmha_utils.py", "L76-L105"),
+        "§8.20: no upper bound in _roundup_headdim (behaviour UNVERIFIED)."
+    ),
+    hazard!(
+        "H-MUSA-APPEND-BEYOND-CAPACITY",
+        Error,
+        "k/v appended without cache_seqlens or cache_leftpad: new keys are written after the full cache capacity",
+        mate!("include/mate/attention/fmha/seqlen.hpp", "L34-L145"),
+        "§8.19: upstream FA3 requires cache_seqlens with k/v."
+    ),
+    hazard!(
+        "H-MUSA-KV-WRITTEN-BEFORE-ERROR",
+        Error,
+        "the forward kernel already appended k/v into the cache when this error is raised",
+        mate!("mate/jit/attention/fmha/fmha_combine.py", "L61-L70"),
+        "§8.5: B-5 fires after the kernel."
+    ),
+    hazard!(
+        "H-MUSA-NUM-SPLITS-UNCLAMPED",
+        Warning,
+        "num_splits={} with metadata is used unclamped by the forward kernel",
+        mate!("csrc/templates/attention/fmha/fwd_kern.j2", "L288-L291"),
+        "§6.6: only the combine limits splits (128)."
+    ),
+];
