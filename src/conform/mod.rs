@@ -4,6 +4,7 @@
 //! `fa3conform conform --suite NAME --seed S --cases N` and reported with its case name.
 
 mod report;
+mod validation_suite;
 
 pub use report::{Format, render};
 
@@ -32,7 +33,7 @@ pub trait Suite: Sync {
 
 /// Every suite `conform` knows, in the order they run by default.
 pub fn suites() -> Vec<&'static dyn Suite> {
-    vec![]
+    vec![&validation_suite::VALIDATION]
 }
 
 /// The results of one suite.
