@@ -523,7 +523,7 @@ impl Profile for SglKernel {
     }
 
     fn validate(&self, call: &KvCacheCall) -> Verdict {
-        let bound = match signature::bind(&signature::SGL_KERNEL_0_3_21, call) {
+        let bound = match signature::bind(SGL_FWD_OP.signature, call) {
             Ok(bound) => bound,
             Err(message) => {
                 return Verdict {
