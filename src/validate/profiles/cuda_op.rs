@@ -7,10 +7,10 @@ use super::cuda_state::{
     python_stride_last,
 };
 use super::mha_fwd::expanded_seqlens;
+use crate::call::signature;
 use crate::call::{Device, PyValue};
 use crate::validate::engine::{Check, Fail, HazardLog, Layer, reject, sites_of};
 use crate::validate::{Exception, Rejection};
-use crate::call::signature;
 use std::borrow::Cow;
 use std::sync::OnceLock;
 

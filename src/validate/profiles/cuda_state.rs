@@ -5,9 +5,9 @@
 //! layer and the shared C++ layer ([`super::mha_fwd`]), so that a profile is just a list of layers.
 
 use crate::call::{BoundArgs, Device, PyValue, Signature, TensorArg};
-use std::sync::OnceLock;
 use crate::validate::engine::{Fail, HazardLog};
 use crate::validate::{Hazard, Resolved};
+use std::sync::OnceLock;
 
 /// Which C++ front end raised a `TORCH_CHECK`: the message text differs, the checks do not
 /// (cuda-fa3.md §0.2).
@@ -285,13 +285,14 @@ impl CudaState {
         if self.made_contiguous & arg.bit() != 0 {
             return Ok(1);
         }
-        t.stride_of(-1)
-            .ok_or_else(|| Fail::with(sites::DIM_NO_DIMS, ["-1".to_string()]))
+        last_stride(t)
     }
 
     /// `x.is_contiguous()` as the operator sees it.
     pub fn is_contiguous(&self, arg: Arg) -> bool {
-        self.made_contiguous & arg.bit() != 0 || self.required_or_err(arg).is_contiguous()
+        let t = self.required_or_err(arg);
+        // No explicit strides means torch's default (contiguous) layout.
+        self.made_contiguous & arg.bit() != 0 || t.stride.is_none() || t.is_contiguous()
     }
 
     pub fn device(&self, arg: Arg) -> Device {
@@ -326,9 +327,16 @@ pub fn aten_size(t: &TensorArg, dim: isize) -> Result<i64, Fail> {
 
 /// Python's `x.stride(-1)` on an arbitrary argument value.
 pub fn python_stride_last(value: &PyValue) -> Result<usize, Fail> {
-    let t = python_tensor(value, "stride")?;
-    t.stride_of(-1)
-        .ok_or_else(|| Fail::with(sites::DIM_NO_DIMS, ["-1".to_string()]))
+    last_stride(python_tensor(value, "stride")?)
+}
+
+/// `t.stride(-1)`, without materialising default strides.
+fn last_stride(t: &TensorArg) -> Result<usize, Fail> {
+    match (&t.stride, t.ndim()) {
+        (_, 0) => Err(Fail::with(sites::DIM_NO_DIMS, ["-1".to_string()])),
+        (None, _) => Ok(1),
+        (Some(strides), n) => Ok(strides.get(n - 1).copied().unwrap_or(1)),
+    }
 }
 
 /// Python's `x.shape[index]` on an arbitrary argument value.
