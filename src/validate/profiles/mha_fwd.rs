@@ -692,7 +692,7 @@ fn resolve(s: &mut CudaState) {
         has_softcap,
     );
     let requested = op_int(s.py("num_splits"));
-    let num_sm = NUM_SM - op_int(s.py("sm_margin"));
+    let num_sm = as_c_int(NUM_SM - op_int(s.py("sm_margin")));
     let num_splits = if requested <= 0 {
         let seqlen_k_loaded = if is_local {
             0.max(z.seqlen_k.min(window_right + window_left + 1 + tile_m))
