@@ -566,3 +566,56 @@ fn tensor(dtype: &str, shape: &[usize], device: Option<&str>) -> PyValue {
     t.device = device.and_then(fa3conform::call::Device::from_name);
     PyValue::Tensor(t)
 }
+
+#[test]
+fn every_cuda_hazard_is_raised_by_the_catalogue() {
+    let raised: BTreeSet<&str> = catalogue()
+        .values()
+        .flat_map(|e| PROFILES.iter().flat_map(|p| p.validate(&e.call).hazards))
+        .map(|h| h.code)
+        .collect();
+    let missing: Vec<&str> = registry::cuda::hazards()
+        .map(|h| h.code)
+        .filter(|c| !raised.contains(c))
+        .collect();
+    assert!(
+        missing.is_empty(),
+        "hazards no catalogue call raises: {missing:?}"
+    );
+}
+
+#[test]
+fn hazards_of_accepted_calls() {
+    let sgl = &sgl_kernel::SGL_KERNEL;
+    assert_eq!(
+        hazards(sgl, &call("cuda-valid", "fa4-default-splits-lse")),
+        [
+            "H-SGL-FA4-ARG-DROPPED",
+            "H-SGL-FA4-SPLITS-UNMODELLED",
+            "H-SGL-FA4-RETURNS-2-TUPLE"
+        ]
+    );
+    assert_eq!(
+        hazards(sgl, &call("cuda-valid", "score-mod-fa3-path")),
+        ["H-SGL-ARG-DROPPED", "H-SGL-ARG-DROPPED"]
+    );
+    for (id, code) in [
+        ("negative-softcap", "H-CUDA-SOFTCAP-NEGATIVE"),
+        ("zero-kv-heads", "H-CUDA-HEADS-K-ZERO"),
+        (
+            "cu-seqlens-k-new-without-k",
+            "H-CUDA-CU-SEQLENS-K-NEW-WITHOUT-K",
+        ),
+        ("v-without-k", "H-CUDA-V-WITHOUT-K"),
+        ("rotary-sin-without-cos", "H-CUDA-ROTARY-IGNORED"),
+        ("descale-ignored-bf16", "H-CUDA-DESCALE-IGNORED"),
+        (
+            "scheduler-metadata-ignored",
+            "H-CUDA-SCHEDULER-METADATA-IGNORED",
+        ),
+        ("empty-kv", "H-CUDA-EMPTY-KV"),
+        ("return-lse", "H-CUDA-RETURNS-4-TUPLE"),
+    ] {
+        assert_eq!(hazards(&fa3::FA3, &call("cuda-valid", id)), [code], "{id}");
+    }
+}

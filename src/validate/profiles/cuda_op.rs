@@ -186,7 +186,11 @@ fn argument_types(s: &mut CudaState) -> Result<(), Fail> {
 /// `musa` tensor is a PrivateUse1 tensor to torch, which outranks CUDA). Both operators register
 /// a CUDA kernel only (cuda-fa3.md A.5; sglang@b5493f65b sgl-kernel/csrc/flash_extension.cc).
 fn dispatch(s: &mut CudaState) -> Result<(), Fail> {
-    let devices = (0..s.op.params.len()).filter_map(|index| {
+    let tensor_params = s.op.params.iter().enumerate();
+    let devices = tensor_params.filter_map(|(index, param)| {
+        if !matches!(param.source, OpSource::Tensor(_)) {
+            return None;
+        }
         op_value(s, index)
             .as_tensor()
             .map(|t| t.device_or(Device::Cuda))
