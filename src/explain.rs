@@ -221,10 +221,14 @@ mod tests {
             ids(&explain("Add config for headdim 64-128")),
             ["musa.G-13", "musa.C-2"]
         );
-        // The exception class narrows the candidates.
+        // The exception class narrows the candidates (the CUDA wrappers index window_size too).
         assert_eq!(
             ids(&explain("TypeError: 'int' object is not subscriptable")),
-            ["musa.G-1.window-type", "musa.K-6.window-type"]
+            [
+                "musa.G-1.window-type",
+                "musa.K-6.window-type",
+                "py.not-subscriptable"
+            ]
         );
     }
 
