@@ -177,8 +177,8 @@ static GENERIC_SITES: &[Site] = &[
         "py.modulo-zero",
         "FA4 interface",
         ZeroDivisionError,
-        "integer division or modulo by zero",
-        "CPython 3.11 Objects/longobject.c l_mod",
+        "integer modulo by zero",
+        "CPython 3.11 Objects/longobject.c l_mod (text checked with CPython 3.11.7)",
         "The FA4 interface computes num_head % num_head_kv with zero KV heads.",
         "k_cache has zero heads; fix its shape."
     ),
