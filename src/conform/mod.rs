@@ -5,6 +5,7 @@
 
 mod reference_suite;
 mod report;
+mod validation_suite;
 
 pub use report::{Format, render, xml_escape};
 
@@ -41,6 +42,7 @@ pub fn suites() -> Vec<&'static dyn Suite> {
     vec![
         &reference_suite::ReferenceSuite,
         &crate::kernel::KERNEL_SUITE,
+        &validation_suite::VALIDATION,
     ]
 }
 
