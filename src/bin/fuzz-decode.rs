@@ -40,7 +40,11 @@ fn main() -> ExitCode {
     match FuzzCall::decode(&mut Unstructured::new(&bytes), target) {
         Ok(case) => {
             println!("{}", call_to_json(&case.call));
-            eprintln!("stack: {}; mutations: {:?}", case.stack.name(), case.mutations);
+            eprintln!(
+                "stack: {}; mutations: {:?}",
+                case.stack.name(),
+                case.mutations
+            );
             ExitCode::SUCCESS
         }
         Err(e) => {

@@ -91,4 +91,8 @@ pub struct RunArgs {
     /// Refuse calls whose tensors would take more bytes than this once materialised.
     #[arg(long, default_value_t = crate::tensor::DEFAULT_MEMORY_CAP)]
     pub memory_cap: usize,
+    /// Write `out`, `softmax_lse` (F32) and the caches after an append (cache dtype) to this
+    /// safetensors file.
+    #[arg(long)]
+    pub out: Option<std::path::PathBuf>,
 }
