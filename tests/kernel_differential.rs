@@ -1,14 +1,60 @@
 //! Property tests of the kernel path over random valid calls at small shapes, covering every
-//! feature and their combinations: split counts and pack-GQA agree with each other, paged and
-//! contiguous caches agree bit for bit.
+//! feature and their combinations: the kernel against the f64 reference under the tolerance rule
+//! (caches after an append bit for bit), split counts and pack-GQA agreeing with each other, paged
+//! and contiguous caches agreeing bit for bit.
 //!
 //! Run with the C index checks on: `cargo test --features checked-kernel --test kernel_differential`.
 
 use fa3conform::call::{Dtype, KvCacheCall, PyValue, TensorArg};
+use fa3conform::cases::{self, Options};
 use fa3conform::kernel::{self, KernelOptions, KernelOutput, MetadataSource};
+use fa3conform::reference::{self, Precision, RefOutput, Stack};
 use fa3conform::tensor::{DEFAULT_MEMORY_CAP, HostTensor, Tensors, materialise};
+use fa3conform::tolerance;
 use ndarray::{ArrayD, IxDyn};
 use proptest::prelude::*;
+use rand::SeedableRng;
+use rand_chacha::ChaCha8Rng;
+
+/// The kernel's result of a generated call of `stack`, judged against the reference.
+fn check_against_reference(
+    stack: Stack,
+    seed: u64,
+    metadata: MetadataSource,
+) -> Result<(), TestCaseError> {
+    let options = Options {
+        mla: false,
+        ..Options::small(stack)
+    };
+    let call = cases::random_call(&mut ChaCha8Rng::seed_from_u64(seed), &options);
+    let tensors = materialise(&call, DEFAULT_MEMORY_CAP).unwrap();
+    let ref64 = reference::run(&call, &tensors, stack, Precision::Exact).unwrap();
+    let lowprec = reference::run(&call, &tensors, stack, Precision::LowPrecision).unwrap();
+    // FA3's empty-KV fast path returns lse = +inf without running a kernel (cuda-fa3.md D.16).
+    prop_assume!(!ref64.lse.iter().any(|&x| x == f64::INFINITY));
+    let kernel_options = KernelOptions {
+        metadata,
+        stack,
+        ..KernelOptions::default()
+    };
+    let out = kernel::run(&call, &tensors, &kernel_options)
+        .map_err(|e| TestCaseError::fail(format!("{e} for a valid call")))?;
+    let imp = RefOutput {
+        out: out.out.data,
+        lse: out.lse.data,
+        k_cache: Some(out.k_cache.data),
+        v_cache: Some(out.v_cache.data),
+        dtype: ref64.dtype,
+        rotated_keys: ref64.rotated_keys,
+    };
+    tolerance::compare(&imp, &ref64, &lowprec).map_err(|m| {
+        TestCaseError::fail(format!(
+            "{m}\ncall: {}",
+            fa3conform::spec::call_to_json(&call)
+        ))
+    })?;
+    Ok(())
+}
 
 /// The shape and feature choices of one generated call.
 #[derive(Clone, Debug)]
@@ -237,6 +283,19 @@ fn contiguous_equivalent(call: &KvCacheCall, tensors: &Tensors) -> (KvCacheCall,
 
 proptest! {
     #![proptest_config(ProptestConfig { cases: 64, ..ProptestConfig::default() })]
+
+    #[test]
+    fn musa_calls_match_the_reference(seed in any::<u64>(), computed in any::<bool>()) {
+        let metadata = if computed { MetadataSource::Computed } else { MetadataSource::None };
+        check_against_reference(Stack::Musa, seed, metadata)?;
+    }
+
+    #[test]
+    fn cuda_calls_with_fp8_and_qv_match_the_reference(seed in any::<u64>(), computed in any::<bool>()) {
+        let metadata = if computed { MetadataSource::Computed } else { MetadataSource::None };
+        check_against_reference(Stack::Fa3, seed, metadata)?;
+        check_against_reference(Stack::SglKernel, seed, metadata)?;
+    }
 
     #[test]
     fn split_counts_agree_and_one_split_is_bit_identical(case in case(), splits in 2i64..=16) {

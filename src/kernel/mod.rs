@@ -15,12 +15,15 @@
 #[allow(non_camel_case_types, non_upper_case_globals, dead_code, clippy::all)]
 mod bindings;
 mod plan;
+mod suite;
 
 pub use plan::MAX_HEAD_DIM;
+pub use suite::{KERNEL_SUITE, KernelSuite};
 
 use crate::call::{Dtype, KvCacheCall};
 use crate::mate::{DEFAULT_MP, SchedulerMetadata};
 use crate::numeric::{e4m3fn_from_f32, e4m3fn_to_f32};
+use crate::reference::Stack;
 use crate::tensor::{DEFAULT_MEMORY_CAP, HostTensor, Tensors};
 use bindings as ffi;
 use half::{bf16, f16};
@@ -83,6 +86,13 @@ pub struct KernelOptions {
     pub isa: Option<Isa>,
     /// Cap on the bytes the kernel allocates (outputs, split partials, workspaces).
     pub memory_cap: usize,
+    /// Whose conventions the call follows where the stacks differ. `Musa`: head-dim pairs mate has
+    /// no kernel for are rejected as mate rejects them (`Add config for headdim ...`), an int
+    /// `cache_seqlens` has `k_cache.shape[0]` entries, any non-zero softcap applies. The CUDA
+    /// stacks (for the numerics of their fp8 and `qv` calls): such pairs run with mate's
+    /// candidate tile_m, an int `cache_seqlens` has one entry per batch, only a positive softcap
+    /// applies.
+    pub stack: Stack,
 }
 
 impl Default for KernelOptions {
@@ -92,6 +102,7 @@ impl Default for KernelOptions {
             metadata: MetadataSource::FromCall,
             isa: None,
             memory_cap: DEFAULT_MEMORY_CAP,
+            stack: Stack::Musa,
         }
     }
 }
