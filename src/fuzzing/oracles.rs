@@ -26,33 +26,12 @@ fn repro(call: &KvCacheCall) -> String {
     serde_json::to_string(&call_to_json(call)).expect("calls serialise")
 }
 
-/// Whether `message` is `template` with each `{}` standing for some text.
-pub fn matches_template(template: &str, message: &str) -> bool {
-    let mut parts = template.split("{}");
-    let first = parts.next().unwrap_or("");
-    let Some(mut rest) = message.strip_prefix(first) else {
-        return false;
-    };
-    let parts: Vec<&str> = parts.collect();
-    for (i, part) in parts.iter().enumerate() {
-        if i + 1 == parts.len() {
-            return rest.ends_with(part);
-        }
-        match rest.find(part).filter(|_| !part.is_empty()) {
-            Some(at) => rest = &rest[at + part.len()..],
-            None if part.is_empty() => {}
-            None => return false,
-        }
-    }
-    rest.is_empty()
-}
-
 /// Whether `message` is what `profile` raises for a site with `template`. The stable FA3 build's
 /// C++ checks prefix `func, FILE:LINE, ` and report `CHECK_SHAPE` failures per dimension
 /// (cuda-fa3.md 0.4, 0.5); its Python layer and every other profile raise the template as is.
 fn message_of_site(profile: &str, template: &str, message: &str) -> bool {
-    if matches_template(template, message) || profile != "fa3-stable" {
-        return matches_template(template, message);
+    if registry::template_matches(template, message) || profile != "fa3-stable" {
+        return registry::template_matches(template, message);
     }
     let prefix = format!(
         "{{}}, {}:{{}}, ",
@@ -64,7 +43,7 @@ fn message_of_site(profile: &str, template: &str, message: &str) -> bool {
         "{} dimension {} must have size {}, got {}",
     ]
     .iter()
-    .any(|body| matches_template(&format!("{prefix}{body}"), message))
+    .any(|body| registry::template_matches(&format!("{prefix}{body}"), message))
 }
 
 /// Every profile's verdict on `call`, checked: validation never panics (a panic is the bug), is
@@ -195,36 +174,4 @@ pub fn differential(call: &KvCacheCall, stack: Stack) -> Result<(), Skip> {
         }
     }
     Ok(())
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn templates_match_like_the_registry_fills_them() {
-        assert!(matches_template(
-            "Only ver=3 is supported for MUSA FA3.",
-            "Only ver=3 is supported for MUSA FA3."
-        ));
-        assert!(!matches_template(
-            "Only ver=3 is supported for MUSA FA3.",
-            "Only ver=3 is supported"
-        ));
-        assert!(matches_template(
-            "Add config for headdim {}-{}",
-            "Add config for headdim 64-128"
-        ));
-        assert!(matches_template(
-            "'{}' object has no attribute '{}'",
-            "'int' object has no attribute 'stride'"
-        ));
-        assert!(!matches_template(
-            "'{}' object has no attribute '{}'",
-            "'int' object has no attr 'stride'"
-        ));
-        assert!(matches_template("", ""));
-        assert!(!matches_template("", "x"));
-        assert!(matches_template("{}", "anything"));
-    }
 }
