@@ -75,4 +75,12 @@ mod tests {
         }
         assert_eq!(suite.run_case(7, 4).name, "sgl-kernel/4");
     }
+
+    fn call(&self, seed: u64, index: usize) -> Option<crate::call::KvCacheCall> {
+        let stack = Stack::ALL[index % Stack::ALL.len()];
+        Some(cases::random_call(
+            &mut case_rng(seed, index),
+            &Options::small(stack),
+        ))
+    }
 }
