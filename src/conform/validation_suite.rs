@@ -78,6 +78,10 @@ impl Suite for ValidationSuite {
             .map_err(|problem| format!("{problem}\ncall: {}", call_to_json(&call)));
         CaseOutcome { name, result }
     }
+
+    fn call(&self, seed: u64, index: usize) -> Option<KvCacheCall> {
+        Some(case(seed, index).1)
+    }
 }
 
 fn check_profile(profile: &dyn Profile, call: &KvCacheCall) -> Result<(), String> {
@@ -414,9 +418,5 @@ mod tests {
             assert_eq!(a, b);
             assert!(a.result.is_ok(), "{}: {:?}", a.name, a.result);
         }
-    }
-
-    fn call(&self, seed: u64, index: usize) -> Option<KvCacheCall> {
-        Some(case(seed, index).1)
     }
 }
