@@ -3,7 +3,9 @@
 //! A suite is deterministic in (campaign seed, case index), so any failure is replayed with
 //! `fa3conform conform --suite NAME --seed S --cases N` and reported with its case name.
 
+mod reference_suite;
 mod report;
+mod validation_suite;
 
 pub use report::{Format, render, xml_escape};
 
@@ -37,7 +39,11 @@ pub trait Suite: Sync {
 
 /// Every suite `conform` knows, in the order they run by default.
 pub fn suites() -> Vec<&'static dyn Suite> {
-    vec![&crate::kernel::KERNEL_SUITE]
+    vec![
+        &reference_suite::ReferenceSuite,
+        &crate::kernel::KERNEL_SUITE,
+        &validation_suite::VALIDATION,
+    ]
 }
 
 /// The results of one suite.

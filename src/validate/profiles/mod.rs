@@ -1,16 +1,16 @@
 //! The profiles, one file per stack; layers shared by two profiles live in their own file.
 
-mod musa;
-mod musa_config;
-mod musa_mate;
-mod musa_sglang;
-
-pub use musa::{MUSA, MusaProfile};
 mod cuda_op;
 pub mod cuda_state;
 pub mod fa3;
 pub mod mha_fwd;
+mod musa;
+mod musa_config;
+mod musa_mate;
+mod musa_sglang;
 pub mod sgl_kernel;
+
+pub use musa::{MUSA, MusaProfile};
 
 use super::Profile;
 
