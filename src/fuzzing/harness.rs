@@ -2,6 +2,7 @@
 
 use super::generators::{FuzzCall, Target};
 use super::oracles;
+use crate::kernel::MetadataSource;
 use crate::spec::parse_specs;
 use crate::tensor::materialise;
 use arbitrary::Unstructured;
@@ -60,5 +61,10 @@ pub fn differential(bytes: &[u8]) -> bool {
     let Ok(case) = FuzzCall::decode(&mut u, Target::Kernel) else {
         return false;
     };
-    oracles::differential(&case.call, case.stack).is_ok()
+    oracles::differential(
+        &case.call,
+        case.stack,
+        &[MetadataSource::None, MetadataSource::Computed],
+    )
+    .is_ok()
 }

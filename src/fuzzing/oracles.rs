@@ -134,17 +134,22 @@ fn references(call: &KvCacheCall, tensors: &Tensors, stack: Stack) -> (RefOutput
     (run(Precision::Exact), run(Precision::LowPrecision))
 }
 
-/// The kernel path against the reference on a valid call of `stack`, with and without scheduler
-/// metadata: outputs within the tolerance rule, caches after the append as the rule says.
-pub fn differential(call: &KvCacheCall, stack: Stack) -> Result<(), Skip> {
+/// The kernel path against the reference on a valid call of `stack`, once per metadata source:
+/// outputs within the tolerance rule, caches after the append as the rule says.
+pub fn differential(
+    call: &KvCacheCall,
+    stack: Stack,
+    sources: &[MetadataSource],
+) -> Result<(), Skip> {
     let tensors = materialise(call, FUZZ_MEMORY_CAP).map_err(|_| Skip::OverMemoryCap)?;
     let (ref64, lowprec) = references(call, &tensors, stack);
     if ref64.lse.iter().any(|&x| x == f64::INFINITY) {
         return Err(Skip::EmptyKvFastPath);
     }
-    for metadata in [MetadataSource::None, MetadataSource::Computed] {
+    for &metadata in sources {
         let options = KernelOptions {
             metadata,
+            stack,
             memory_cap: FUZZ_MEMORY_CAP,
             ..KernelOptions::default()
         };
