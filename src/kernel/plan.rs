@@ -135,12 +135,12 @@ fn generic_config(
     group: usize,
     pack_gqa: Option<bool>,
 ) -> KernelConfig {
-    let pack = mate::enable_pack_gqa(pack_gqa, seqlen_q, group);
+    let pack = mate::enable_pack_gqa(pack_gqa, seqlen_q as i64, group as i64);
     KernelConfig {
         head_dim_rounded: mate::round_head_dim(d),
         head_dim_v_rounded: mate::round_head_dim(dv),
         pack_gqa: pack,
-        tile_m: mate::candidate_tile_m(if pack { seqlen_q * group } else { seqlen_q }),
+        tile_m: mate::candidate_tile_m((if pack { seqlen_q * group } else { seqlen_q }) as i64),
         tile_n: mate::TILE_N,
         stages_k: 1,
         stages_v: 1,
@@ -358,7 +358,7 @@ pub(super) fn plan(
         PyValue::None => None,
         v => v.truthy(),
     };
-    let config = match mate::kernel_config(d, dv, dims.seqlen_q, group, pack_gqa) {
+    let config = match mate::kernel_config(d, dv, dims.seqlen_q as i64, group as i64, pack_gqa) {
         Ok(config) => config,
         Err(e) if mate_only => return fail(e.to_string()),
         Err(_) => generic_config(d, dv, dims.seqlen_q, group, pack_gqa),

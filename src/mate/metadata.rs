@@ -122,8 +122,8 @@ pub fn scheduler_metadata(args: &MetadataArgs) -> Result<SchedulerMetadata, Unsu
     let config = kernel_config(
         args.head_dim,
         args.head_dim_v,
-        args.max_seqlen_q,
-        group,
+        sq,
+        group as i64,
         args.pack_gqa,
     )?;
     let (tile_m, tile_n) = (config.tile_m as i64, config.tile_n as i64);

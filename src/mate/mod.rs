@@ -48,11 +48,11 @@ pub fn resolve_mask(
     attention_chunk: i64,
 ) -> ResolvedMask {
     let mut wl = match window_left {
-        Some(w) if w < seqlen_k - 1 => w,
+        Some(w) if w < seqlen_k.saturating_sub(1) => w,
         _ => -1,
     };
     let mut wr = match window_right {
-        Some(w) if w < seqlen_q - 1 => w,
+        Some(w) if w < seqlen_q.saturating_sub(1) => w,
         _ => -1,
     };
     if is_causal {
@@ -61,10 +61,10 @@ pub fn resolve_mask(
     let causal = wl < 0 && wr == 0 && attention_chunk == 0;
     let local = (wl >= 0 || wr >= 0 || attention_chunk >= 1) && !causal;
     if wl < 0 {
-        wl = seqlen_k - 1;
+        wl = seqlen_k.saturating_sub(1);
     }
     if wr < 0 {
-        wr = seqlen_q - 1;
+        wr = seqlen_q.saturating_sub(1);
     }
     if attention_chunk > 0 {
         wl = wl.min(attention_chunk - 1);
@@ -103,15 +103,17 @@ pub fn round_head_dim(head_dim: usize) -> usize {
 }
 
 /// `_check_enable_packgqa` (§6.4): an explicit `pack_gqa` wins, else `max_seqlen_q * r <= 256`.
-pub fn enable_pack_gqa(pack_gqa: Option<bool>, max_seqlen_q: usize, group_size: usize) -> bool {
-    pack_gqa.unwrap_or(max_seqlen_q * group_size <= 256)
+/// Sizes are Python ints here (validation meets any value a caller passes), so they are `i64`
+/// and the product saturates instead of overflowing.
+pub fn enable_pack_gqa(pack_gqa: Option<bool>, max_seqlen_q: i64, group_size: i64) -> bool {
+    pack_gqa.unwrap_or(max_seqlen_q.saturating_mul(group_size) <= 256)
 }
 
 /// The candidate tile_m for the (possibly packed) number of query rows (§6.4).
-pub fn candidate_tile_m(rows: usize) -> usize {
+pub fn candidate_tile_m(rows: i64) -> usize {
     [32, 64, 128, 192]
         .into_iter()
-        .find(|&tile| rows <= tile)
+        .find(|&tile| rows <= tile as i64)
         .unwrap_or(256)
 }
 
@@ -140,15 +142,15 @@ pub struct UnsupportedHeadDims {
 pub fn kernel_config(
     head_dim: usize,
     head_dim_v: usize,
-    max_seqlen_q: usize,
-    group_size: usize,
+    max_seqlen_q: i64,
+    group_size: i64,
     pack_gqa: Option<bool>,
 ) -> Result<KernelConfig, UnsupportedHeadDims> {
     let d = round_head_dim(head_dim);
     let dv = round_head_dim(head_dim_v);
     let pack = enable_pack_gqa(pack_gqa, max_seqlen_q, group_size);
     let candidate = candidate_tile_m(if pack {
-        max_seqlen_q * group_size
+        max_seqlen_q.saturating_mul(group_size)
     } else {
         max_seqlen_q
     });
