@@ -24,6 +24,8 @@ pub enum Found {
     /// Sites ranked by word overlap, best first, with their score in (0, 1].
     Fuzzy(Vec<(&'static Site, f64)>),
     Hazard(&'static HazardDef),
+    /// A `scan` diagnostic code (`FA3Mnnn`).
+    ScanRule(crate::scan::rules::Rule),
     Nothing,
 }
 
@@ -31,20 +33,9 @@ pub enum Found {
 const MIN_OVERLAP: f64 = 0.3;
 const MAX_FUZZY: usize = 3;
 
-const EXCEPTIONS: [Exception; 8] = [
-    Exception::ValueError,
-    Exception::AssertionError,
-    Exception::RuntimeError,
-    Exception::TypeError,
-    Exception::AttributeError,
-    Exception::IndexError,
-    Exception::NotImplementedError,
-    Exception::ZeroDivisionError,
-];
-
 /// Splits `ValueError: msg` into the exception and the message (a bare class name is an empty message).
 fn split_exception(query: &str) -> (Option<Exception>, &str) {
-    for e in EXCEPTIONS {
+    for e in Exception::ALL {
         if query == e.name() {
             return (Some(e), "");
         }
@@ -56,25 +47,6 @@ fn split_exception(query: &str) -> (Option<Exception>, &str) {
         }
     }
     (None, query)
-}
-
-/// Whether `message` is an instance of `template` (`{}` matches any text).
-fn fills(template: &str, message: &str) -> bool {
-    let pieces: Vec<&str> = template.split("{}").collect();
-    if pieces.len() == 1 {
-        return template == message;
-    }
-    let (first, last) = (pieces[0], pieces[pieces.len() - 1]);
-    let Some(mut rest) = message.strip_prefix(first) else {
-        return false;
-    };
-    for piece in &pieces[1..pieces.len() - 1] {
-        match rest.find(piece) {
-            Some(i) => rest = &rest[i + piece.len()..],
-            None => return false,
-        }
-    }
-    rest.ends_with(last) && rest.len() >= last.len()
 }
 
 fn words(text: &str) -> BTreeSet<String> {
@@ -102,10 +74,13 @@ pub fn explain(query: &str) -> Found {
     if let Some(h) = registry::hazards().find(|h| h.code.eq_ignore_ascii_case(query)) {
         return Found::Hazard(h);
     }
+    if let Some(rule) = crate::scan::rules::Rule::from_code(&query.to_ascii_uppercase()) {
+        return Found::ScanRule(rule);
+    }
     let (exception, message) = split_exception(query);
     let exact: Vec<&'static Site> = registry::sites()
         .filter(|s| exception.is_none_or(|e| e == s.exception))
-        .filter(|s| fills(s.template, message))
+        .filter(|s| registry::template_matches(s.template, message))
         .filter(|s| !s.template.is_empty() || exception.is_some() || message.is_empty())
         .collect();
     if !exact.is_empty() {
@@ -182,6 +157,7 @@ pub fn render(found: &Found) -> String {
             cite = h.citation,
             explain = h.explain,
         ),
+        Found::ScanRule(rule) => crate::scan::rules::explain(*rule),
         Found::Nothing => "no error site or hazard matches\n".to_string(),
     }
 }

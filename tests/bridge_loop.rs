@@ -35,7 +35,7 @@ fn export(out: &Path) {
     assert_eq!(
         String::from_utf8(log).unwrap(),
         format!(
-            "exported 8 bundles to {} (5 accepted by musa, 3 rejected)\n",
+            "exported 10 bundles to {} (7 accepted by musa, 3 rejected)\n",
             out.display()
         )
     );
@@ -60,7 +60,7 @@ fn run_target(target: &str, bundles: &Path) {
         .unwrap();
     let log = String::from_utf8_lossy(&output.stderr);
     assert!(output.status.success(), "runner failed:\n{log}");
-    assert!(log.contains("[8/8]"), "{log}");
+    assert!(log.contains("[10/10]"), "{log}");
 }
 
 /// `verify` in JSON: (exit status, report).
@@ -113,11 +113,16 @@ fn numpy_stack_matches_verdicts_numbers_and_caches() {
     assert_eq!(status, ExitStatus::Success, "{report:#}");
     assert_eq!(
         (report["matched"].as_u64(), report["mismatched"].as_u64()),
-        (Some(8), Some(0))
+        (Some(10), Some(0))
     );
     assert!(message(&report, "0000-paged-gqa-decode").starts_with("out max "));
     assert!(message(&report, "0000-paged-gqa-decode").contains("; lse max "));
     assert!(message(&report, "0003-append-batch-idx").ends_with("; caches equal"));
+    assert!(
+        message(&report, "0008-append-rotary-interleaved-fixed-position")
+            .ends_with("; caches equal")
+    );
+    assert!(message(&report, "0009-sinks-local-f16").contains("; lse max "));
     assert_eq!(
         message(&report, "0005-ver-2"),
         "raised ValueError: Only ver=3 is supported for MUSA FA3."

@@ -1,9 +1,11 @@
 //! Writes the committed seed corpora of the fuzz targets (`fuzz/corpus/<target>/`),
-//! deterministically: the example and catalogue call specs for `call_spec`, seeded byte strings
-//! for the byte-driven generators of `validate` and `differential`.
+//! deterministically: the example and catalogue calls, one small file each, for `call_spec`
+//! (libFuzzer mutates small inputs best, and the corpus stays small); seeded byte strings for the
+//! byte-driven generators of `validate` and `differential`.
 //!
 //! `cargo run --features internal-testing --bin seed-corpus`
 
+use fa3conform::spec::{call_to_json, parse_specs};
 use rand::{RngCore, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 use std::path::Path;
@@ -19,11 +21,19 @@ fn main() -> std::io::Result<()> {
     for dir in ["examples", "tests/catalog"] {
         for entry in std::fs::read_dir(root.join(dir))? {
             let path = entry?.path();
-            if path
+            if !path
                 .extension()
                 .is_some_and(|e| e == "json" || e == "jsonl")
             {
-                std::fs::copy(&path, specs.join(path.file_name().expect("a file name")))?;
+                continue;
+            }
+            let text = std::fs::read_to_string(&path)?;
+            let calls = parse_specs(&text).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+            for call in calls {
+                std::fs::write(
+                    specs.join(format!("{}.json", call.id)),
+                    call_to_json(&call).to_string(),
+                )?;
             }
         }
     }

@@ -1,10 +1,11 @@
 //! One case bundle: a folder with `call.json`, `inputs.safetensors`, `expected.json` and, when the
 //! numerics profile accepts the call, `expected.safetensors` (format: [`crate::bridge`]).
 
-use super::tensors::StoredTensor;
-use super::tensors::{TensorFile, TensorFileError, read_tensor_file, write_tensor_file};
+use super::tensors::{
+    StoredTensor, TensorFile, TensorFileError, read_tensor_file, write_tensor_file,
+};
 use crate::call::{Dtype, KvCacheCall};
-use crate::reference::RefOutput;
+use crate::reference::{Precision, RefOutput};
 use crate::spec::{SpecError, call_to_json, parse_specs};
 use crate::tolerance;
 use crate::validate::{Outcome, Verdict};
@@ -31,7 +32,8 @@ pub mod names {
     pub const LSE: &str = "softmax_lse";
     pub const K_CACHE: &str = "k_cache";
     pub const V_CACHE: &str = "v_cache";
-    /// The low-precision reference's output, in the output dtype: the error yardstick of the rule.
+    /// The low-precision reference's output (F32 holding its rounded values): the yardstick of the
+    /// tolerance rule.
     pub const OUT_LOWPREC: &str = "out_lowprec";
     pub const LSE_LOWPREC: &str = "softmax_lse_lowprec";
 }
@@ -191,8 +193,10 @@ impl ExpectedNumbers {
         self.tensors[name].to_host().data
     }
 
-    /// The output the tolerance rule takes: the reference's, or (`lowprec`) its baseline's.
-    pub fn ref_output(&self, lowprec: bool) -> RefOutput {
+    /// The numbers of the reference at `precision`, as the tolerance rule takes them (caches only
+    /// for the exact reference: the rule compares caches with it alone).
+    pub fn ref_output(&self, precision: Precision) -> RefOutput {
+        let lowprec = precision == Precision::LowPrecision;
         let (out, lse) = if lowprec {
             (names::OUT_LOWPREC, names::LSE_LOWPREC)
         } else {

@@ -12,7 +12,7 @@ use super::bundle::{
 use super::tensors::{TensorFile, read_tensor_file};
 use crate::cli::ExitStatus;
 use crate::conform::Format;
-use crate::reference::RefOutput;
+use crate::reference::{Precision, RefOutput};
 use crate::tensor::DEFAULT_MEMORY_CAP;
 use crate::tolerance;
 use serde_json::{Value, json};
@@ -185,7 +185,7 @@ fn numerics_for<'a>(
 /// Applies the tolerance rule to what the call returned. `softmax_lse` counts only when the call
 /// returns it; the caches only when the call appends.
 fn compare_outputs(expected: &ExpectedNumbers, result: &TensorFile) -> CaseStatus {
-    let exact = expected.ref_output(false);
+    let exact = expected.ref_output(Precision::Exact);
     let mut required = vec![names::OUT];
     if expected.returns_lse {
         required.push(names::LSE);
@@ -234,7 +234,11 @@ fn compare_outputs(expected: &ExpectedNumbers, result: &TensorFile) -> CaseStatu
         dtype: expected.input_dtype,
         rotated_keys: expected.rotated_keys,
     };
-    match tolerance::compare(&returned, &exact, &expected.ref_output(true)) {
+    match tolerance::compare(
+        &returned,
+        &exact,
+        &expected.ref_output(Precision::LowPrecision),
+    ) {
         Ok(report) => {
             let mut note = format!("out {}", report.out);
             if expected.returns_lse {

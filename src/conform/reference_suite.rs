@@ -59,6 +59,14 @@ impl Suite for ReferenceSuite {
             result,
         }
     }
+
+    fn call(&self, seed: u64, index: usize) -> Option<crate::call::KvCacheCall> {
+        let stack = Stack::ALL[index % Stack::ALL.len()];
+        Some(cases::random_call(
+            &mut case_rng(seed, index),
+            &Options::small(stack),
+        ))
+    }
 }
 
 #[cfg(test)]

@@ -45,6 +45,18 @@ fn catalogue() -> &'static [KvCacheCall] {
     })
 }
 
+/// Case `index`: the catalogue first, then seeded random calls.
+fn case(seed: u64, index: usize) -> (String, KvCacheCall) {
+    let calls = catalogue();
+    match calls.get(index) {
+        Some(call) => (format!("catalogue/{}", call.id), call.clone()),
+        None => (
+            format!("random/{seed}/{index}"),
+            random_call(seed, index, calls),
+        ),
+    }
+}
+
 impl Suite for ValidationSuite {
     fn name(&self) -> &'static str {
         "validation"
@@ -59,19 +71,16 @@ impl Suite for ValidationSuite {
     }
 
     fn run_case(&self, seed: u64, index: usize) -> CaseOutcome {
-        let calls = catalogue();
-        let (name, call) = match calls.get(index) {
-            Some(call) => (format!("catalogue/{}", call.id), call.clone()),
-            None => {
-                let call = random_call(seed, index, calls);
-                (format!("random/{seed}/{index}"), call)
-            }
-        };
+        let (name, call) = case(seed, index);
         let result = profiles::all()
             .into_iter()
             .try_for_each(|profile| check_profile(profile, &call))
             .map_err(|problem| format!("{problem}\ncall: {}", call_to_json(&call)));
         CaseOutcome { name, result }
+    }
+
+    fn call(&self, seed: u64, index: usize) -> Option<KvCacheCall> {
+        Some(case(seed, index).1)
     }
 }
 

@@ -31,6 +31,47 @@ pub(super) struct Plan {
     pub out_dtype: Dtype,
 }
 
+impl Plan {
+    /// Rows per cache row or page (`page_size` when paged, else the capacity).
+    pub fn cache_rows(&self) -> usize {
+        if self.dims.paged {
+            self.dims.page_size
+        } else {
+            self.dims.seqlen_k
+        }
+    }
+
+    /// Split slots of the partial outputs: S_F when split tiles exist (metadata and S_F > 1),
+    /// else none.
+    pub fn accum_splits(&self) -> usize {
+        if self.metadata.is_some() && self.num_splits > 1 {
+            self.num_splits
+        } else {
+            0
+        }
+    }
+
+    /// Rows per (batch, head, split) of the partial outputs: all of `total_q` in a single batch
+    /// slot when varlen (batch stride 0), else `seqlen_q`.
+    pub fn accum_rows(&self) -> usize {
+        if self.dims.varlen_q {
+            self.dims.total_q
+        } else {
+            self.dims.seqlen_q
+        }
+    }
+
+    /// Elements of the partial LSE (times `head_dim_v` for the partial O).
+    pub fn accum_numel(&self) -> usize {
+        let batches = if self.dims.varlen_q {
+            1
+        } else {
+            self.dims.batch_size
+        };
+        batches * self.dims.num_heads * self.accum_splits() * self.accum_rows()
+    }
+}
+
 fn fail<T>(message: impl Into<String>) -> Result<T, KernelError> {
     Err(KernelError::Rejected(message.into()))
 }

@@ -29,6 +29,18 @@ pub enum Exception {
 }
 
 impl Exception {
+    pub const ALL: [Exception; 9] = [
+        Exception::ValueError,
+        Exception::AssertionError,
+        Exception::RuntimeError,
+        Exception::TypeError,
+        Exception::AttributeError,
+        Exception::IndexError,
+        Exception::NotImplementedError,
+        Exception::ZeroDivisionError,
+        Exception::OverflowError,
+    ];
+
     pub fn name(self) -> &'static str {
         match self {
             Exception::ValueError => "ValueError",
