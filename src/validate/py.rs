@@ -6,6 +6,7 @@
 
 use super::engine::Fail;
 use crate::call::{PyValue, TensorArg};
+use std::borrow::Cow;
 
 /// `x.<attr>` on a value that must be a tensor: `AttributeError: '<type>' object has no attribute '<attr>'`.
 pub fn tensor<'a>(v: &'a PyValue, attr: &str, site: &'static str) -> Result<&'a TensorArg, Fail> {
@@ -48,21 +49,28 @@ pub fn stride(
     })
 }
 
-/// `x[i]` on a tuple or list (`window_size[0]`): `TypeError: '<type>' object is not subscriptable`
-/// (site `type_site`) or `IndexError: <tuple|list> index out of range` (site `index_site`).
+/// `x[i]` on a tuple, list or str (`window_size[0]`): `TypeError: '<type>' object is not
+/// subscriptable` (site `type_site`) or `IndexError: <tuple|list|string> index out of range` (site
+/// `index_site`). A str item is the one-character str.
 pub fn item<'a>(
     v: &'a PyValue,
     i: usize,
     type_site: &'static str,
     index_site: &'static str,
-) -> Result<&'a PyValue, Fail> {
-    let items = match v {
-        PyValue::Tuple(items) | PyValue::List(items) => items,
-        other => return Err(Fail::with(type_site, [other.type_name().to_string()])),
-    };
-    items
-        .get(i)
-        .ok_or_else(|| Fail::with(index_site, [v.type_name().to_string()]))
+) -> Result<Cow<'a, PyValue>, Fail> {
+    let out_of_range = |sequence: &str| Fail::with(index_site, [sequence.to_string()]);
+    match v {
+        PyValue::Tuple(items) | PyValue::List(items) => items
+            .get(i)
+            .map(Cow::Borrowed)
+            .ok_or_else(|| out_of_range(v.type_name())),
+        PyValue::Str(text) => text
+            .chars()
+            .nth(i)
+            .map(|c| Cow::Owned(PyValue::Str(c.to_string())))
+            .ok_or_else(|| out_of_range("string")),
+        other => Err(Fail::with(type_site, [other.type_name().to_string()])),
+    }
 }
 
 /// A size as a Python int (saturating where an `i64` cannot hold it).
@@ -101,6 +109,13 @@ mod tests {
         assert_eq!(
             item(&list, 1, "t", "i").unwrap_err(),
             Fail::with("i", ["list".to_string()])
+        );
+        // 'ab'[1] is 'b'; 'a'[1] is "string index out of range".
+        let two = PyValue::Str("ab".into());
+        assert_eq!(*item(&two, 1, "t", "i").unwrap(), PyValue::Str("b".into()));
+        assert_eq!(
+            item(&PyValue::Str("a".into()), 1, "t", "i").unwrap_err(),
+            Fail::with("i", ["string".to_string()])
         );
     }
 }

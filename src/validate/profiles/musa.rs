@@ -8,7 +8,7 @@
 //! `out`, `lse`, the context-parallel arguments) can never fire through this stack and are not sites of
 //! this profile.
 
-use super::musa_config::{KernelConfig, Mask};
+use super::musa_config::{KernelConfig, PyNum, ResolvedMask};
 use super::musa_sglang::WindowBound;
 use super::{musa_mate, musa_sglang};
 use crate::call::{
@@ -43,16 +43,17 @@ pub struct MusaState {
     /// `seqused_k` as `_fmha_fwd` sees it: `cache_seqlens`, an int expanded to a tensor.
     pub(super) seqused_k: PyValue,
     pub(super) mla: bool,
-    /// `window_size[0]`, `window_size[1]` after mate's `None` default (`None` elements stay `None`).
-    pub(super) window: (Option<i64>, Option<i64>),
-    /// `window_size[0]`, `window_size[1]` as Python values: `_resolve_mask` raises on them after F-35.
+    /// `window_size[0]`, `window_size[1]` after mate's `None` default, as Python values:
+    /// `_resolve_mask` raises on them after F-35.
     pub(super) window_bounds: (WindowBound, WindowBound),
+    /// `attention_chunk` after the fixed-length reset, as the kernel call receives it.
+    pub(super) chunk: PyNum,
     pub(super) attention_chunk: i64,
     pub(super) dims: FwdDims,
     /// `scheduler_metadata is not None` after the sink policy.
     pub(super) has_metadata: bool,
     pub(super) num_splits: i64,
-    pub(super) mask: Option<Mask>,
+    pub(super) mask: Option<ResolvedMask>,
     pub(super) config: Option<KernelConfig>,
 }
 
@@ -244,8 +245,8 @@ impl Profile for MusaProfile {
             injection: Injection::Off,
             softmax_scale: f64::NAN,
             mla: false,
-            window: (Some(-1), Some(-1)),
-            window_bounds: (WindowBound::Int(-1), WindowBound::Int(-1)),
+            window_bounds: (WindowBound::None, WindowBound::None),
+            chunk: PyNum::int(0),
             attention_chunk: 0,
             dims: FwdDims::default(),
             has_metadata: false,
@@ -287,7 +288,10 @@ fn resolved(s: &MusaState) -> Resolved {
     if s.mla {
         return musa_mate::mla_resolved(s);
     }
-    let mask = s.mask.expect("an accepted fmha call has resolved its mask");
+    let mask = s
+        .mask
+        .expect("an accepted fmha call has resolved its mask")
+        .mask();
     let config = s
         .config
         .expect("an accepted fmha call has a kernel configuration");

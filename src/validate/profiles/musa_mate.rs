@@ -5,7 +5,10 @@
 
 use super::musa::{FwdDims, Injection, MusaState, fail_if, int32_vector, is_musa};
 use super::musa_config;
-use super::musa_sglang::{WindowBound, mask_operands, window_pair};
+use super::musa_config::{NumKind, PyNum};
+use super::musa_sglang::{
+    MaskOperandError, WindowBound, ambiguous_values, mask_operands, tensor_bound, window_pair,
+};
 use crate::call::{Dtype, PyValue, TensorArg};
 use crate::validate::engine::{Check, Fail, HazardLog, Layer};
 use crate::validate::{LseLayout, Resolved, py};
@@ -42,12 +45,12 @@ pub static MHA_INTERFACE: Layer<MusaState> = Layer {
         },
         Check {
             name: "softmax_scale default",
-            sites: &["musa.K-3.attr", "musa.K-3.index"],
+            sites: &["musa.K-3.attr", "musa.K-3.index", "musa.K-3.zero-power"],
             run: k3_softmax_scale,
         },
         Check {
             name: "int cache_seqlens",
-            sites: &[],
+            sites: &["musa.K-4.overflow"],
             run: k4_int_cache_seqlens,
         },
         Check {
@@ -386,7 +389,12 @@ pub static FMHA_CALL: Layer<MusaState> = Layer {
     name: "_fmha_fwd call",
     checks: &[Check {
         name: "window_size[0], window_size[1]",
-        sites: &["musa.K-6.window-type", "musa.K-6.window-index"],
+        sites: &[
+            "musa.K-6.window-type",
+            "musa.K-6.window-index",
+            "musa.K-6.window-tensor-0d",
+            "musa.K-6.window-tensor-index",
+        ],
         run: k6_window,
     }],
 };
@@ -544,6 +552,7 @@ pub static FMHA_FWD: Layer<MusaState> = Layer {
             name: "execution policy and mask",
             sites: &[
                 "musa.F-mask.chunk-type",
+                "musa.F-mask.tensor-bool",
                 "musa.F-mask.window-type",
                 "musa.F-mask.seqlen-type",
             ],
@@ -582,16 +591,71 @@ pub static KERNEL_CONFIG: Layer<MusaState> = Layer {
 
 pub static JIT_BUILD: Layer<MusaState> = Layer {
     name: "JIT build",
-    checks: &[Check {
-        name: "AppendKV needs varlen",
-        sites: &["musa.J-1"],
-        run: |s| {
-            let varlen =
-                s.given("cu_seqlens_q") || !s.seqused_k.is_none() || s.given("cache_leftpad");
-            fail_if(s.given("k") && !varlen, "musa.J-1")
+    checks: &[
+        Check {
+            name: "JIT key",
+            sites: &["musa.J-1.json"],
+            run: j1_json_key,
         },
-    }],
+        Check {
+            name: "AppendKV needs varlen",
+            sites: &["musa.J-1"],
+            run: |s| {
+                let varlen =
+                    s.given("cu_seqlens_q") || !s.seqused_k.is_none() || s.given("cache_leftpad");
+                fail_if(s.given("k") && !varlen, "musa.J-1")
+            },
+        },
+        Check {
+            name: "tvm-ffi argument conversion",
+            sites: &["musa.J-3.arg-type"],
+            run: j3_arguments,
+        },
+    ],
 };
+
+/// `json.dumps` of the compile-time dict (fmha_fwd.py L33–L35, called at L837): `is_causal`,
+/// `is_local`, `has_attention_chunk` and `has_softcap` are tensors when tensors reached them.
+fn j1_json_key(s: &mut MusaState) -> Result<(), Fail> {
+    let mask = s.mask.expect("resolved before the JIT build");
+    let tensor_valued = mask.is_causal.tensor
+        || mask.is_local.tensor
+        || s.chunk.kind == NumKind::Tensor
+        || s.tensor("softcap").is_some();
+    fail_if(tensor_valued, "musa.J-1.json")
+}
+
+/// The kernel's typed parameters (fwd_kern.j2 L20–L63): tvm-ffi converts each argument, an `int`
+/// accepts only a Python int (or bool), a `float` also a float. Checked in parameter order (mcc is
+/// clang-based; C++ leaves the order of the conversions open).
+fn j3_arguments(s: &mut MusaState) -> Result<(), Fail> {
+    let mask = s.mask.expect("resolved before the kernel call");
+    let is_int = |n: PyNum| n.kind == NumKind::Int;
+    let is_number = |v: &PyValue| v.as_number().is_some();
+    let arguments = [
+        (
+            11,
+            !s.given("cu_seqlens_q") || s.arg("max_seqlen_q").as_int().is_some(),
+        ),
+        (
+            22,
+            is_number(s.arg("softmax_scale")) || !s.given("softmax_scale"),
+        ),
+        (24, is_int(mask.window_left)),
+        (25, is_int(mask.window_right)),
+        (26, is_int(s.chunk)),
+        (27, is_number(s.arg("softcap"))),
+        (28, s.arg("sm_margin").as_int().is_some()),
+        (
+            29,
+            s.given("sinks") || s.arg("num_splits").as_int().is_some(),
+        ),
+    ];
+    match arguments.iter().find(|(_, converts)| !converts) {
+        Some((index, _)) => Err(Fail::with("musa.J-3.arg-type", [index.to_string()])),
+        None => Ok(()),
+    }
+}
 
 pub static COMBINE: Layer<MusaState> = Layer {
     name: "combine",
@@ -664,6 +728,8 @@ fn k3_softmax_scale(s: &mut MusaState) -> Result<(), Fail> {
     if s.given("qv") {
         dim += last_dim(s.arg("qv"), "musa.K-3.attr", "musa.K-3.index")?;
     }
+    // Python's `0 ** -0.5` raises instead of returning inf.
+    fail_if(dim == 0, "musa.K-3.zero-power")?;
     s.softmax_scale = (dim as f64).powf(-0.5);
     Ok(())
 }
@@ -673,6 +739,8 @@ fn k4_int_cache_seqlens(s: &mut MusaState) -> Result<(), Fail> {
     let Some(value) = s.arg("cache_seqlens").as_int() else {
         return Ok(());
     };
+    // torch.full(..., dtype=torch.int32) converts the fill value with an overflow check.
+    fail_if(i32::try_from(value).is_err(), "musa.K-4.overflow")?;
     let k_cache = s.tensor("k_cache").expect("K-1 checked k_cache");
     let rows = k_cache.shape[0];
     let device = k_cache.device;
@@ -746,21 +814,33 @@ fn is_no_window(v: &PyValue) -> bool {
 }
 
 fn k6_window(s: &mut MusaState) -> Result<(), Fail> {
-    let (left, right) = window_pair(
-        s.arg("window_size"),
-        "musa.K-6.window-type",
-        "musa.K-6.window-index",
-    )?;
-    s.window = (bound_value(&left), bound_value(&right));
-    s.window_bounds = (left, right);
+    s.window_bounds = match s.arg("window_size") {
+        PyValue::Tensor(t) => (tensor_item(t, 0)?, tensor_item(t, 1)?),
+        v => window_pair(v, "musa.K-6.window-type", "musa.K-6.window-index")?,
+    };
     Ok(())
 }
 
-fn bound_value(b: &WindowBound) -> Option<i64> {
-    match b {
-        WindowBound::Int(v) => Some(*v),
-        WindowBound::None | WindowBound::Other(_) => None,
+/// `window_size[i]` on a tensor: a tensor of the remaining dims.
+fn tensor_item(t: &TensorArg, i: usize) -> Result<WindowBound, Fail> {
+    let Some(&rows) = t.shape.first() else {
+        return Err(Fail::new("musa.K-6.window-tensor-0d"));
+    };
+    if i >= rows {
+        return Err(Fail::with(
+            "musa.K-6.window-tensor-index",
+            [i.to_string(), rows.to_string()],
+        ));
     }
+    let numel = t.shape[1..]
+        .iter()
+        .try_fold(1usize, |acc, &d| acc.checked_mul(d))
+        .unwrap_or(usize::MAX);
+    Ok(tensor_bound(
+        numel,
+        t.values.as_ref(),
+        i.saturating_mul(numel),
+    ))
 }
 
 /// `maybe_contiguous` on q, k, v, then k_new, v_new (F-3); `None` passes through.
@@ -1075,9 +1155,26 @@ fn policy_and_mask(s: &mut MusaState) -> Result<(), Fail> {
         s.has_metadata = false;
     }
     let chunk = match s.arg("attention_chunk") {
-        PyValue::None => 0,
-        v => match v.as_number() {
-            Some(c) => c as i64,
+        PyValue::None => PyNum::int(0),
+        PyValue::Float(c) => PyNum {
+            value: *c,
+            kind: NumKind::Float,
+        },
+        // `if attention_chunk > 0` needs the truth value of a one-element tensor.
+        PyValue::Tensor(t) => {
+            let numel = t.numel().unwrap_or(usize::MAX);
+            match tensor_bound(numel, t.values.as_ref(), 0) {
+                WindowBound::Num(n) => n,
+                _ => {
+                    return Err(Fail::with(
+                        "musa.F-mask.tensor-bool",
+                        [ambiguous_values(numel)],
+                    ));
+                }
+            }
+        }
+        v => match v.as_int() {
+            Some(c) => PyNum::int(c),
             None => {
                 return Err(Fail::with(
                     "musa.F-mask.chunk-type",
@@ -1097,14 +1194,18 @@ fn policy_and_mask(s: &mut MusaState) -> Result<(), Fail> {
         Ok(())
     };
     let (left, right) = &s.window_bounds;
-    mask_operands(left, right, Ok(()), seqlen_q).map_err(|(subtract, ty)| {
-        let site = if subtract {
-            "musa.F-mask.seqlen-type"
-        } else {
-            "musa.F-mask.window-type"
-        };
-        Fail::with(site, [ty])
+    mask_operands(left, right, Ok(()), seqlen_q).map_err(|e| match e {
+        MaskOperandError::Seqlen(ty) => Fail::with("musa.F-mask.seqlen-type", [ty]),
+        MaskOperandError::Window(ty) => Fail::with("musa.F-mask.window-type", [ty]),
+        MaskOperandError::AmbiguousTensor(n) => {
+            Fail::with("musa.F-mask.tensor-bool", [ambiguous_values(n)])
+        }
     })?;
+    let number = |b: &WindowBound| match b {
+        WindowBound::Num(n) => Some(*n),
+        _ => None,
+    };
+    let (left, right) = (number(left), number(right));
     let d = s.dims;
     let fixed = [
         "cu_seqlens_q",
@@ -1116,15 +1217,11 @@ fn policy_and_mask(s: &mut MusaState) -> Result<(), Fail> {
     .iter()
     .all(|n| !s.given(n))
         && s.seqused_k.is_none();
-    s.attention_chunk = musa_config::reset_chunk(chunk, fixed, d.seqlen_q, d.seqlen_k);
+    s.chunk = musa_config::reset_chunk(chunk, fixed, d.seqlen_q, d.seqlen_k);
+    s.attention_chunk = s.chunk.value as i64;
     let causal = s.arg("causal").truthy().unwrap_or(true);
     s.mask = Some(musa_config::resolve_mask(
-        d.seqlen_q,
-        d.seqlen_k,
-        causal,
-        s.window.0,
-        s.window.1,
-        s.attention_chunk,
+        d.seqlen_q, d.seqlen_k, causal, left, right, s.chunk,
     ));
     kernel_hazards(s);
     Ok(())

@@ -2,8 +2,8 @@
 //! the metadata chain M it runs when it recomputes (§5.2).
 
 use super::musa::{Injection, MusaState, fail_if, is_musa};
-use super::musa_config;
-use crate::call::{Dtype, PyValue, SglangBackend};
+use super::musa_config::{self, NumKind, PyNum};
+use crate::call::{Dtype, PyValue, SglangBackend, TensorValues};
 use crate::validate::engine::{Check, Fail, HazardLog, Layer};
 use crate::validate::py;
 
@@ -85,7 +85,11 @@ pub static METADATA_CHAIN: Layer<MusaState> = Layer {
         },
         Check {
             name: "_resolve_mask",
-            sites: &["musa.G-11", "musa.G-11.window-type"],
+            sites: &[
+                "musa.G-11",
+                "musa.G-11.window-type",
+                "musa.G-11.tensor-bool",
+            ],
             run: g11_resolve_mask,
         },
         Check {
@@ -267,23 +271,49 @@ fn g1_seqused_k(s: &mut MusaState) -> Result<(), Fail> {
     Ok(())
 }
 
-/// A window element as Python sees it: `None`, a number, or something `>=` cannot compare.
+/// A window element as Python sees it: `None`, a number (an int, a float or a one-element tensor),
+/// a tensor whose truth value is ambiguous, or something `>=` cannot compare.
 #[derive(Clone, Debug, PartialEq)]
 pub(super) enum WindowBound {
     None,
-    Int(i64),
+    Num(PyNum),
+    /// A tensor of this many elements (not 1): `bool()` of its comparison raises.
+    AmbiguousTensor(usize),
     Other(String),
 }
 
 pub(super) fn window_bound(v: &PyValue) -> WindowBound {
     match v {
         PyValue::None => WindowBound::None,
-        PyValue::Float(f) => WindowBound::Int(*f as i64),
+        PyValue::Float(f) => WindowBound::Num(PyNum {
+            value: *f,
+            kind: NumKind::Float,
+        }),
+        PyValue::Tensor(t) => tensor_bound(t.numel().unwrap_or(usize::MAX), t.values.as_ref(), 0),
         other => other.as_int().map_or_else(
             || WindowBound::Other(other.type_name().to_string()),
-            WindowBound::Int,
+            |i| WindowBound::Num(PyNum::int(i)),
         ),
     }
+}
+
+/// A tensor of `numel` elements whose values (if the spec gives them) start at `offset` of `values`.
+/// A tensor without values compares as 0.
+pub(super) fn tensor_bound(
+    numel: usize,
+    values: Option<&TensorValues>,
+    offset: usize,
+) -> WindowBound {
+    if numel != 1 {
+        return WindowBound::AmbiguousTensor(numel);
+    }
+    let value = values
+        .and_then(|v| v.to_f64().get(offset).copied())
+        .unwrap_or(0.0);
+    WindowBound::Num(PyNum {
+        value,
+        kind: NumKind::Tensor,
+    })
 }
 
 /// `window_size` after mate's `None` default, subscripted as `[0]`, `[1]`.
@@ -293,10 +323,11 @@ pub(super) fn window_pair(
     index_site: &'static str,
 ) -> Result<(WindowBound, WindowBound), Fail> {
     if v.is_none() {
-        return Ok((WindowBound::Int(-1), WindowBound::Int(-1)));
+        let default = WindowBound::Num(PyNum::int(-1));
+        return Ok((default.clone(), default));
     }
-    let left = window_bound(py::item(v, 0, type_site, index_site)?);
-    let right = window_bound(py::item(v, 1, type_site, index_site)?);
+    let left = window_bound(&*py::item(v, 0, type_site, index_site)?);
+    let right = window_bound(&*py::item(v, 1, type_site, index_site)?);
     Ok((left, right))
 }
 
@@ -367,35 +398,56 @@ fn g11_resolve_mask(s: &mut MusaState) -> Result<(), Fail> {
         max_seqlen_k.ok_or("NoneType"),
         seqlen_q.ok_or(max_seqlen_q.type_name()),
     )
-    .map_err(|(subtract, ty)| {
-        let site = if subtract {
-            "musa.G-11"
-        } else {
-            "musa.G-11.window-type"
-        };
-        Fail::with(site, [ty])
+    .map_err(|e| match e {
+        MaskOperandError::Seqlen(ty) => Fail::with("musa.G-11", [ty]),
+        MaskOperandError::Window(ty) => Fail::with("musa.G-11.window-type", [ty]),
+        MaskOperandError::AmbiguousTensor(n) => {
+            Fail::with("musa.G-11.tensor-bool", [ambiguous_values(n)])
+        }
     })
 }
 
-/// The `TypeError`s of `_resolve_mask`'s comparisons, in evaluation order: for each bound that is not
-/// `None`, first `seqlen - 1` (a non-number seqlen: `Err((true, its type))`), then `bound >= ...`
-/// (a non-number bound: `Err((false, its type))`).
+/// Why `_resolve_mask` raises on a window bound.
+#[derive(Clone, Debug, PartialEq)]
+pub(super) enum MaskOperandError {
+    /// `seqlen - 1` on a non-number (its type).
+    Seqlen(String),
+    /// `bound >= seqlen - 1` on a non-number bound (its type).
+    Window(String),
+    /// `if` on the comparison of a tensor of this many elements (not 1).
+    AmbiguousTensor(usize),
+}
+
+/// The errors of `_resolve_mask`'s first two steps, in evaluation order: for each bound that is not
+/// `None`, `seqlen - 1`, then `bound >= ...`, then the `if` on its result.
 pub(super) fn mask_operands(
     left: &WindowBound,
     right: &WindowBound,
     seqlen_k: Result<(), &str>,
     seqlen_q: Result<(), &str>,
-) -> Result<(), (bool, String)> {
+) -> Result<(), MaskOperandError> {
     for (bound, seqlen) in [(left, seqlen_k), (right, seqlen_q)] {
-        if *bound == WindowBound::None {
-            continue;
+        match bound {
+            WindowBound::None => continue,
+            _ => seqlen.map_err(|ty| MaskOperandError::Seqlen(ty.to_string()))?,
         }
-        seqlen.map_err(|ty| (true, ty.to_string()))?;
-        if let WindowBound::Other(ty) = bound {
-            return Err((false, ty.clone()));
+        match bound {
+            WindowBound::Other(ty) => return Err(MaskOperandError::Window(ty.clone())),
+            WindowBound::AmbiguousTensor(n) => return Err(MaskOperandError::AmbiguousTensor(*n)),
+            WindowBound::None | WindowBound::Num(_) => {}
         }
     }
     Ok(())
+}
+
+/// The end of torch's "Boolean value of Tensor with ... is ambiguous" for `numel` elements.
+pub(super) fn ambiguous_values(numel: usize) -> String {
+    if numel == 0 {
+        "no values"
+    } else {
+        "more than one value"
+    }
+    .to_string()
 }
 
 fn g13_kernel_config(s: &mut MusaState) -> Result<(), Fail> {

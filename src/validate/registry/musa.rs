@@ -71,6 +71,8 @@ const SEQ_INDEX: &str = "{} index out of range";
 const MOD_ZERO: &str = "integer modulo by zero";
 const ADD_CONFIG: &str = "Add config for headdim {}-{}";
 const ON_MUSA: &str = "inputs must be on MUSA device";
+/// torch's `bool()` of a tensor that does not hold exactly one element.
+const TENSOR_BOOL: &str = "Boolean value of Tensor with {} is ambiguous";
 
 pub static SITES: &[Site] = &[
     // ---- SGLang wrapper ------------------------------------------------------------------------
@@ -292,6 +294,16 @@ pub static SITES: &[Site] = &[
         "Fix: window_size elements are ints."
     ),
     site!(
+        "musa.G-11.tensor-bool",
+        METADATA,
+        RuntimeError,
+        TENSOR_BOOL,
+        meta!("L338-L345"),
+        "injection recomputes and a window_size element is a tensor of other than one element: \
+         `if window_size_left >= max_seqlen_k - 1` (_resolve_mask)",
+        "Fix: window_size elements are ints."
+    ),
+    site!(
         "musa.G-13",
         METADATA,
         AssertionError,
@@ -375,6 +387,26 @@ pub static SITES: &[Site] = &[
         "Fix: q is 3-D or 4-D."
     ),
     site!(
+        "musa.K-3.zero-power",
+        MHA,
+        ZeroDivisionError,
+        "0.0 cannot be raised to a negative power",
+        mha!("L909-L912"),
+        "softmax_scale is None and the head dim (q.shape[-1], plus qv.shape[-1]) is 0: `0 ** (-0.5)` \
+         (CPython 3.11 Objects/floatobject.c float_pow)",
+        "Fix: q has a non-empty head dim (or pass softmax_scale explicitly)."
+    ),
+    site!(
+        "musa.K-4.overflow",
+        MHA,
+        RuntimeError,
+        "value cannot be converted to type int without overflow",
+        mha!("L913-L917"),
+        "int cache_seqlens outside the int32 range: `torch.full(..., cache_seqlens, dtype=torch.int32)` \
+         (c10 checked_convert in Scalar::toInt; torch_musa's fill_ converts the value the same way)",
+        "Fix: cache_seqlens is a sequence length (fits in int32)."
+    ),
+    site!(
         "musa.K-5.attr",
         MHA,
         AttributeError,
@@ -398,7 +430,7 @@ pub static SITES: &[Site] = &[
         TypeError,
         SUBSCRIPT,
         mha!("L972-L973"),
-        "`window_size` is not a tuple/list/None (`window_size[0]` in the call of _fmha_fwd)",
+        "`window_size` is not a tuple, list, str, tensor or None (`window_size[0]` in the call of _fmha_fwd)",
         "Fix: window_size is a pair (left, right)."
     ),
     site!(
@@ -407,8 +439,26 @@ pub static SITES: &[Site] = &[
         IndexError,
         SEQ_INDEX,
         mha!("L972-L973"),
-        "`window_size` has fewer than 2 elements",
+        "`window_size` (a tuple, list or str) has fewer than 2 elements",
         "Fix: window_size is a pair (left, right)."
+    ),
+    site!(
+        "musa.K-6.window-tensor-0d",
+        MHA,
+        IndexError,
+        "invalid index of a 0-dim tensor. Use `tensor.item()` in Python or `tensor.item<T>()` in C++ to convert a 0-dim tensor to a number",
+        mha!("L972-L973"),
+        "`window_size` is a 0-dim tensor (`window_size[0]`; torch/csrc/autograd/python_variable_indexing.cpp)",
+        "Fix: window_size is a pair of ints (left, right), not a tensor."
+    ),
+    site!(
+        "musa.K-6.window-tensor-index",
+        MHA,
+        IndexError,
+        "index {} is out of bounds for dimension 0 with size {}",
+        mha!("L972-L973"),
+        "`window_size` is a tensor with fewer than 2 rows (`window_size[1]`; aten select)",
+        "Fix: window_size is a pair of ints (left, right), not a tensor."
     ),
     // ---- MLA branch ----------------------------------------------------------------------------
     site!(
@@ -1151,6 +1201,16 @@ pub static SITES: &[Site] = &[
         "Fix: a cache with heads."
     ),
     site!(
+        "musa.F-mask.tensor-bool",
+        FWD,
+        RuntimeError,
+        TENSOR_BOOL,
+        fwd!("L696-L717"),
+        "attention_chunk (`if attention_chunk > 0`) or a window_size element (`if window_size_left >= seqlen_k - 1`, \
+         _resolve_mask) is a tensor of other than one element",
+        "Fix: attention_chunk and the window_size elements are ints."
+    ),
+    site!(
         "musa.F-mask.window-type",
         FWD,
         TypeError,
@@ -1227,6 +1287,17 @@ pub static SITES: &[Site] = &[
         "Cause: e.g. q/k dim 64 with v dim 128 (DeepSeek-style dv != d). Message shows rounded dims. Fix: supported pairs only."
     ),
     site!(
+        "musa.J-1.json",
+        JIT,
+        TypeError,
+        "Object of type Tensor is not JSON serializable",
+        fwd!("L33-L35"),
+        "a tensor reached the kernel's compile-time dict: `json.dumps` of `is_causal`/`is_local` (a one-element tensor \
+         window handed on by `and`/`or` in _resolve_mask), `has_attention_chunk` (a tensor attention_chunk) or \
+         `has_softcap` (a tensor softcap), in _fmha_fwd_encode at fmha_fwd.py L837",
+        "Fix: window_size, attention_chunk and softcap are Python numbers, not tensors."
+    ),
+    site!(
         "musa.J-1",
         JIT,
         RuntimeError,
@@ -1235,6 +1306,19 @@ pub static SITES: &[Site] = &[
         "k/v appended without any of cu_seqlens_q, cache_seqlens, cache_leftpad: static_assert \"AppendKV is only \
          supported with Varlen\" (include/mate/attention/fmha/seqlen.hpp L36); the message continues with the build log",
         "Fix: pass cache_seqlens (the current lengths) when appending k/v; upstream FA3 rejects this call up front."
+    ),
+    site!(
+        "musa.J-3.arg-type",
+        JIT,
+        TypeError,
+        "Mismatched type on argument #{}",
+        fwd!("L843-L885"),
+        "the forward kernel's typed parameters (csrc/templates/attention/fmha/fwd_kern.j2 L20-L63) reject a value: \
+         #11 max_seqlen_q (with cu_seqlens_q), #24/#25 the resolved window, #26 attention_chunk, #28 sm_margin, \
+         #29 num_splits need a Python int (a float or tensor survives _resolve_mask unchanged unless replaced); \
+         #22 softmax_scale, #27 softcap need a number (tvm-ffi argument conversion; the message continues with \
+         the signature and the expected/actual types, not modelled; conversions checked in parameter order)",
+        "Fix: pass Python ints for window_size, attention_chunk, max_seqlen_q, sm_margin and num_splits."
     ),
     // ---- combine -------------------------------------------------------------------------------
     site!(
