@@ -8,12 +8,13 @@
 //! `out`, `lse`, the context-parallel arguments) can never fire through this stack and are not sites of
 //! this profile.
 
-use super::musa_config::{KernelConfig, PyNum, ResolvedMask};
+use super::musa_config::{PyNum, ResolvedMask};
 use super::musa_sglang::WindowBound;
 use super::{musa_mate, musa_sglang};
 use crate::call::{
     BoundArgs, Device, Dtype, KvCacheCall, PyValue, SglangBackend, TensorArg, signature,
 };
+use crate::mate::KernelConfig;
 use crate::validate::engine::{Fail, HazardLog, Layer, reject, run_layers, sites_of};
 use crate::validate::{
     Exception, Hazard, LseLayout, Outcome, Profile, Rejection, Resolved, Verdict,
@@ -304,8 +305,8 @@ fn resolved(s: &MusaState) -> Resolved {
         num_heads_k: to_usize(d.num_head_kv),
         head_size: to_usize(d.head_dim),
         head_size_v: to_usize(d.head_dim_v),
-        head_size_rounded: config.headdim_rounded,
-        head_size_v_rounded: config.headdim_v_rounded,
+        head_size_rounded: config.head_dim_rounded,
+        head_size_v_rounded: config.head_dim_v_rounded,
         paged: d.paged,
         page_size: to_usize(d.page_size),
         varlen_q,

@@ -4,12 +4,12 @@
 //! where it differs (`k_cache` is mate's `k`, `k` is `k_new`, `cache_seqlens` is `seqused_k`, ...).
 
 use super::musa::{FwdDims, Injection, MusaState, fail_if, int32_vector, is_musa};
-use super::musa_config;
-use super::musa_config::{NumKind, PyNum};
+use super::musa_config::{self, NumKind, PyNum};
 use super::musa_sglang::{
     MaskOperandError, WindowBound, ambiguous_values, mask_operands, tensor_bound, window_pair,
 };
 use crate::call::{Dtype, PyValue, TensorArg};
+use crate::mate;
 use crate::validate::engine::{Check, Fail, HazardLog, Layer};
 use crate::validate::{LseLayout, Resolved, py};
 
@@ -1320,19 +1320,19 @@ fn pack_gqa(s: &MusaState) -> Option<bool> {
 }
 
 /// The call's own kernel configuration (`Err`: the unsupported rounded head-dim pair).
-fn call_config(s: &MusaState) -> Result<musa_config::KernelConfig, (usize, usize)> {
+fn call_config(s: &MusaState) -> Result<mate::KernelConfig, mate::UnsupportedHeadDims> {
     let d = s.dims;
-    musa_config::kernel_config(
-        d.seqlen_q,
-        d.num_head.checked_div(d.num_head_kv).unwrap_or(0),
+    mate::kernel_config(
         usize::try_from(d.head_dim).unwrap_or(0),
         usize::try_from(d.head_dim_v).unwrap_or(0),
+        d.seqlen_q,
+        d.num_head.checked_div(d.num_head_kv).unwrap_or(0),
         pack_gqa(s),
     )
 }
 
 /// m-blocks for `rows` query rows: `ceil(rows * (packed ? ratio : 1) / tile_m)`.
-fn m_blocks(rows: i64, ratio: i64, config: &musa_config::KernelConfig) -> i64 {
+fn m_blocks(rows: i64, ratio: i64, config: &mate::KernelConfig) -> i64 {
     let packed = if config.pack_gqa {
         rows.saturating_mul(ratio)
     } else {
@@ -1357,11 +1357,11 @@ fn metadata_m_blocks(s: &mut MusaState) {
         .checked_div(layer.tp_k_head_num)
         .unwrap_or(0);
     let dims = |d: i64| usize::try_from(d).unwrap_or(0);
-    let Ok(meta) = musa_config::kernel_config(
-        m,
-        meta_ratio,
+    let Ok(meta) = mate::kernel_config(
         dims(layer.qk_head_dim),
         dims(layer.v_head_dim),
+        m,
+        meta_ratio,
         None,
     ) else {
         return;
@@ -1382,19 +1382,23 @@ fn metadata_m_blocks(s: &mut MusaState) {
 fn c2_kernel_config(s: &mut MusaState) -> Result<(), Fail> {
     let d = s.dims;
     let (hd, hdv) = (d.head_dim as usize, d.head_dim_v as usize);
-    let config =
-        call_config(s).map_err(|(a, b)| Fail::with("musa.C-2", [a.to_string(), b.to_string()]))?;
+    let config = call_config(s).map_err(|e| {
+        Fail::with(
+            "musa.C-2",
+            [e.head_dim.to_string(), e.head_dim_v.to_string()],
+        )
+    })?;
     let over = [hd, hdv].into_iter().find(|&x| x > 512);
     if let Some(dim) = over {
         s.hazard("H-MUSA-HEADDIM-OVER-512", &[&dim.to_string()]);
-    } else if (config.headdim_rounded, config.headdim_v_rounded) != (hd, hdv) {
+    } else if (config.head_dim_rounded, config.head_dim_v_rounded) != (hd, hdv) {
         s.hazard(
             "H-MUSA-HEADDIM-ROUNDED",
             &[
                 &hd.to_string(),
                 &hdv.to_string(),
-                &config.headdim_rounded.to_string(),
-                &config.headdim_v_rounded.to_string(),
+                &config.head_dim_rounded.to_string(),
+                &config.head_dim_v_rounded.to_string(),
             ],
         );
     }

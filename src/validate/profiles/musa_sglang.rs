@@ -2,8 +2,9 @@
 //! the metadata chain M it runs when it recomputes (§5.2).
 
 use super::musa::{Injection, MusaState, fail_if, is_musa};
-use super::musa_config::{self, NumKind, PyNum};
+use super::musa_config::{NumKind, PyNum};
 use crate::call::{Dtype, PyValue, SglangBackend, TensorValues};
+use crate::mate;
 use crate::validate::engine::{Check, Fail, HazardLog, Layer};
 use crate::validate::py;
 
@@ -453,15 +454,20 @@ pub(super) fn ambiguous_values(numel: usize) -> String {
 fn g13_kernel_config(s: &mut MusaState) -> Result<(), Fail> {
     let (hq, hk, d, dv) = layer_heads(s);
     let m = s.arg("max_seqlen_q").as_number().unwrap_or(0.0) as i64;
-    musa_config::kernel_config(
-        m,
-        hq.checked_div(hk).unwrap_or(0),
+    mate::kernel_config(
         to_dim(d),
         to_dim(dv),
+        m,
+        hq.checked_div(hk).unwrap_or(0),
         None,
     )
     .map(|_| ())
-    .map_err(|(d, dv)| Fail::with("musa.G-13", [d.to_string(), dv.to_string()]))
+    .map_err(|e| {
+        Fail::with(
+            "musa.G-13",
+            [e.head_dim.to_string(), e.head_dim_v.to_string()],
+        )
+    })
 }
 
 fn to_dim(d: i64) -> usize {
