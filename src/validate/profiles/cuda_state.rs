@@ -383,6 +383,10 @@ pub fn python_index(value: &PyValue, index: usize) -> Result<PyValue, Fail> {
 
 /// `t[i]` of a 1-D tensor: a 0-d tensor holding the element (its value when the spec gave values).
 fn tensor_element(t: &TensorArg, index: usize) -> Result<PyValue, Fail> {
+    // Python indexing of a 0-d tensor fails before any size is read.
+    if t.ndim() == 0 {
+        return Err(Fail::new(sites::INDEX_0D));
+    }
     let len = aten_size(t, 0)? as usize;
     if index >= len {
         return Err(Fail::with(
@@ -529,6 +533,7 @@ pub mod sites {
     pub const STR_INDEX: &str = "py.str-index";
     pub const NOT_SUBSCRIPTABLE: &str = "py.not-subscriptable";
     pub const TENSOR_INDEX: &str = "aten.tensor-index";
+    pub const INDEX_0D: &str = "aten.index-0d";
     pub const DIM_NO_DIMS: &str = "aten.dim-no-dims";
     pub const DIM_RANGE: &str = "aten.dim-range";
 }

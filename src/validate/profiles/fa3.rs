@@ -47,6 +47,7 @@ static PYTHON: Layer<CudaState> = Layer {
                 "py.list-index",
                 "py.str-index",
                 "aten.tensor-index",
+                "aten.index-0d",
                 "aten.dim-no-dims",
                 "aten.dim-range",
             ],

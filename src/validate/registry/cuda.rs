@@ -237,6 +237,15 @@ static GENERIC_SITES: &[Site] = &[
         "Pass window_size as (left, right)."
     ),
     site!(
+        "aten.index-0d",
+        "Python wrapper",
+        IndexError,
+        "invalid index of a 0-dim tensor. Use `tensor.item()` in Python or `tensor.item<T>()` in C++ to convert a 0-dim tensor to a number",
+        "pytorch/pytorch torch/csrc/autograd/python_variable_indexing.cpp",
+        "window_size given as a 0-dim tensor: the wrapper's `window_size[0]` indexes it.",
+        "Pass window_size as (left, right)."
+    ),
+    site!(
         "aten.dim-no-dims",
         "ATen",
         IndexError,
