@@ -6,6 +6,7 @@ mod musa_mate;
 mod musa_sglang;
 
 pub use musa::{MUSA, MusaProfile};
+pub use musa_sglang::should_update;
 mod cuda_op;
 pub mod cuda_state;
 pub mod fa3;
