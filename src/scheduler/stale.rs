@@ -14,7 +14,7 @@
 
 use super::args::{get_scheduler_metadata, own_args, sglang_injected_args};
 use crate::call::{Dtype, KvCacheCall, MetadataArgsSpec, PyValue, TensorArg};
-use crate::mate::{DEFAULT_MP, SchedulerMetadata};
+use crate::mate::{self, DEFAULT_MP, ResolvedMask, SchedulerMetadata, SplitHeuristicArgs};
 use crate::tensor::{DEFAULT_MEMORY_CAP, Tensors, materialise};
 use crate::validate::profiles::MUSA;
 use crate::validate::{Hazard, Profile, Resolved, registry};
@@ -56,7 +56,7 @@ struct Needs {
 }
 
 impl Needs {
-    fn of(resolved: &Resolved, tensors: &Tensors) -> Needs {
+    fn of(resolved: &Resolved, tensors: &Tensors, sm_margin: i64, mp: usize) -> Needs {
         let b = resolved.batch_size;
         let qlen = match tensors.get("cu_seqlens_q").map(|t| t.ints()) {
             Some(cu) if cu.len() == b + 1 => cu.windows(2).map(|w| w[1] - w[0]).collect(),
@@ -68,7 +68,7 @@ impl Needs {
             qlen,
             pack_factor: if resolved.pack_gqa { group } else { 1 },
             tile_m: resolved.tile_m as i64,
-            splits: resolved.num_splits,
+            splits: forward_splits(resolved, sm_margin, mp),
         }
     }
 
@@ -77,14 +77,53 @@ impl Needs {
     }
 }
 
+/// S_F: the forward's split count with metadata (musa-fa3.md §6.6, fwd inputs): the call's
+/// `num_splits` when positive, else the host heuristic on the forward's own sizes.
+fn forward_splits(r: &Resolved, sm_margin: i64, mp: usize) -> i64 {
+    if r.num_splits > 0 {
+        return r.num_splits;
+    }
+    mate::num_splits_heuristic(&SplitHeuristicArgs {
+        batch: r.batch_size,
+        num_heads: r.num_heads,
+        num_heads_k: r.num_heads_k,
+        seqlen_q: r.seqlen_q,
+        seqlen_k: r.seqlen_k,
+        head_dim: r.head_size,
+        head_dim_v: r.head_size_v,
+        num_mp: mp as i64 - sm_margin,
+        mask: ResolvedMask {
+            is_causal: r.is_causal,
+            is_local: r.is_local,
+            window_left: r.window_left,
+            window_right: r.window_right,
+            attention_chunk: r.attention_chunk,
+        },
+        tile_m: r.tile_m,
+        tile_n: r.tile_n,
+    }) as i64
+}
+
 /// `name=value` of every argument that differs, split into the ones mate reads and the dropped ones.
 fn argument_differences(
     given: &MetadataArgsSpec,
     own: &MetadataArgsSpec,
 ) -> (Vec<(&'static str, String)>, Vec<String>) {
     fn show<T: std::fmt::Debug>(x: &T) -> String {
-        format!("{x:?}").replace("Some(", "").replace(')', "")
+        format!("{x:?}")
+            .replace("Some(", "")
+            .replace([')', '"'], "")
     }
+    // `qkv_dtype=None` is Python's default, torch.bfloat16.
+    let bf16 = Some("bfloat16".to_string());
+    let given = &MetadataArgsSpec {
+        qkv_dtype: given.qkv_dtype.clone().or(bf16.clone()),
+        ..given.clone()
+    };
+    let own = &MetadataArgsSpec {
+        qkv_dtype: own.qkv_dtype.clone().or(bf16),
+        ..own.clone()
+    };
     macro_rules! diffs {
         ($($field:ident),*) => {{
             let mut out = Vec::new();
@@ -210,7 +249,11 @@ pub fn check_buffer(
     if resolved.mla_decode {
         return Vec::new();
     }
-    let needs = Needs::of(resolved, tensors);
+    let sm_margin = call
+        .passed("sm_margin")
+        .and_then(PyValue::as_int)
+        .unwrap_or(0);
+    let needs = Needs::of(resolved, tensors, sm_margin, mp);
     let b = needs.batch;
     let own = own_args(call, tensors).ok();
     let (differences, dropped) = match (args, &own) {

@@ -80,7 +80,7 @@ pub static HAZARDS: &[HazardDef] = &[
     ),
     hazard!(
         "H-SCHED-ARGS-DIFFER",
-        Warning,
+        Info,
         "the metadata was computed with {}",
         METADATA_HOST,
         "§4.7, §6.11: the arguments given to get_scheduler_metadata differ from the call's own. Which fields that corrupts is reported separately (H-SCHED-M-BLOCKS, -SPLITS-EXCEED, -BATCH-TABLE, -BUFFER-LONGER); without them the difference affects only performance."
