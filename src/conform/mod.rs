@@ -3,6 +3,7 @@
 //! A suite is deterministic in (campaign seed, case index), so any failure is replayed with
 //! `fa3conform conform --suite NAME --seed S --cases N` and reported with its case name.
 
+mod metadata_suite;
 mod report;
 
 pub use report::{Format, render, xml_escape};
@@ -37,7 +38,7 @@ pub trait Suite: Sync {
 
 /// Every suite `conform` knows, in the order they run by default.
 pub fn suites() -> Vec<&'static dyn Suite> {
-    vec![]
+    vec![&metadata_suite::METADATA]
 }
 
 /// The results of one suite.

@@ -6,6 +6,7 @@
 
 pub mod args;
 pub mod forward;
+pub mod properties;
 pub mod stale;
 
 pub use args::{MetadataError, get_scheduler_metadata, own_args, sglang_injected_args, to_mate};

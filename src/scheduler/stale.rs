@@ -116,14 +116,13 @@ fn argument_differences(
     }
     // `qkv_dtype=None` is Python's default, torch.bfloat16.
     let bf16 = Some("bfloat16".to_string());
-    let given = &MetadataArgsSpec {
-        qkv_dtype: given.qkv_dtype.clone().or(bf16.clone()),
-        ..given.clone()
+    // `window_size=None` is mate's `(-1, -1)`.
+    let normalised = |a: &MetadataArgsSpec| MetadataArgsSpec {
+        qkv_dtype: a.qkv_dtype.clone().or(bf16.clone()),
+        window_size: Some(a.window_size.unwrap_or([-1, -1])),
+        ..a.clone()
     };
-    let own = &MetadataArgsSpec {
-        qkv_dtype: own.qkv_dtype.clone().or(bf16),
-        ..own.clone()
-    };
+    let (given, own) = (&normalised(given), &normalised(own));
     macro_rules! diffs {
         ($($field:ident),*) => {{
             let mut out = Vec::new();
