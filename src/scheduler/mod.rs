@@ -5,6 +5,7 @@
 //! mate's own metadata model (the `_fmha_get_metadata` kernel) lives in [`crate::mate`].
 
 pub mod args;
+pub mod fa3;
 pub mod forward;
 pub mod properties;
 pub mod stale;
