@@ -64,7 +64,7 @@ pub enum MetadataUsed {
     Injected {
         prefix: String,
         recomputed: bool,
-        metadata: CachedMetadata,
+        metadata: Box<CachedMetadata>,
     },
     /// MLA backend: the `(workspace, is_inited)` tuple (§4.4).
     MlaWorkspace { is_inited: bool },
@@ -177,7 +177,7 @@ pub fn injected_metadata(
             return Ok(MetadataUsed::Injected {
                 prefix,
                 recomputed: false,
-                metadata: cached.clone(),
+                metadata: Box::new(cached.clone()),
             });
         }
         if backend.cached_prefixes.contains(&prefix) {
@@ -196,7 +196,7 @@ pub fn injected_metadata(
     Ok(MetadataUsed::Injected {
         prefix,
         recomputed: true,
-        metadata,
+        metadata: Box::new(metadata),
     })
 }
 
