@@ -7,11 +7,11 @@
 //! bindings into OUT_DIR (the committed copy is src/kernel/bindings.rs).
 
 use std::env;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 const HEADER: &str = "kernels/include/fa3_host.h";
 
-fn base_build(out_dir: &PathBuf, name: &str) -> cc::Build {
+fn base_build(out_dir: &Path, name: &str) -> cc::Build {
     let mut build = cc::Build::new();
     build
         .include("kernels/include")

@@ -138,7 +138,8 @@ class TorchBackend:
         return isinstance(value, self.torch.Tensor)
 
     def save(self, path: Path, tensors: dict):
-        host = {k: v.detach().to("cpu").contiguous() for k, v in tensors.items()}
+        # Copies: save_file refuses tensors that share storage (a cache and a view of it).
+        host = {k: v.detach().to("cpu").contiguous().clone() for k, v in tensors.items()}
         self.st.save_file(host, str(path))
 
 
@@ -321,7 +322,7 @@ class NumpyCodec:
 # SGLang MUSA wrapper state
 
 
-def prepare_sglang_context(module, context):
+def prepare_sglang_context(module, context, device="musa"):
     """Sets the wrapper's ``_CURRENT_BACKEND`` as the spec's ``context`` describes it.
 
     Returns a reason when the state cannot be reproduced (the case is then skipped).
@@ -344,6 +345,7 @@ def prepare_sglang_context(module, context):
         first_k_dense_replace=state.get("first_k_dense_replace"),
         full_attention_interval=state.get("full_attention_interval"),
         use_mla=state.get("use_mla", False),
+        device=device,
     )
     pp = types.SimpleNamespace(rank_in_group=state.get("pp_rank", 0),
                                world_size=state.get("pp_world_size", 1))
@@ -351,11 +353,12 @@ def prepare_sglang_context(module, context):
     metadata = getattr(module, "_MATE_NO_MLA_SCHEDULER_METADATA_DICT", None)
     if metadata is not None:
         metadata.clear()
-    force = state.get("force_update_metadata")
-    if force is None:
-        os.environ.pop("SGLANG_MUSA_FA3_FORCE_UPDATE_METADATA", None)
-    else:
-        os.environ["SGLANG_MUSA_FA3_FORCE_UPDATE_METADATA"] = force
+    for key, variable in (("force_update_metadata", "SGLANG_MUSA_FA3_FORCE_UPDATE_METADATA"),
+                          ("pp_layer_partition", "SGLANG_PP_LAYER_PARTITION")):
+        if state.get(key) is None:
+            os.environ.pop(variable, None)
+        else:
+            os.environ[variable] = state[key]
     return None
 
 
@@ -404,7 +407,7 @@ def run_case(case: Path, backend, module, function) -> str:
 
     positional = [rebuild(v, tensor_for(canonical_name(i))) for i, v in enumerate(call.get("positional", []))]
     keywords = {k: rebuild(v, tensor_for(k)) for k, v in call.get("args", {}).items()}
-    skip = prepare_sglang_context(module, call.get("context"))
+    skip = prepare_sglang_context(module, call.get("context"), getattr(backend, "device", "cpu"))
     if skip is not None:
         (case / RESULT_JSON).write_text(json.dumps({"skipped": skip}, indent=2))
         return f"skipped: {skip}"

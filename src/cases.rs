@@ -100,7 +100,6 @@ pub fn random_call<R: Rng + ?Sized>(rng: &mut R, options: &Options) -> KvCacheCa
         return mla_call(rng, options);
     }
     let mut call = KvCacheCall {
-        id: String::new(),
         seed: rng.r#gen(),
         ..KvCacheCall::default()
     };

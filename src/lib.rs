@@ -4,8 +4,10 @@
 pub mod bridge;
 pub mod call;
 pub mod cases;
+pub mod certify;
 pub mod cli;
 pub mod conform;
+pub mod explain;
 #[cfg(feature = "internal-testing")]
 pub mod fuzzing;
 pub mod kernel;
@@ -16,6 +18,8 @@ pub mod reference;
 pub mod scan;
 pub mod scheduler;
 pub mod spec;
+#[cfg(feature = "internal-testing")]
+pub mod strategies;
 pub mod tensor;
 pub mod tolerance;
 pub mod validate;

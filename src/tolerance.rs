@@ -218,6 +218,8 @@ fn check_cache(
 }
 
 /// Judges `imp` against `ref64` with `lowprec` as the baseline (see the module documentation).
+/// The multipliers and the key tolerance come from `ref64.dtype` and `ref64.rotated_keys`; those
+/// fields of `imp` and `lowprec` are not read.
 pub fn compare(
     imp: &RefOutput,
     ref64: &RefOutput,

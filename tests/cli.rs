@@ -76,3 +76,40 @@ fn over_the_memory_cap_is_refused_before_materialising() {
     assert_eq!(output.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&output.stderr).contains("over the cap of 1000 bytes"));
 }
+
+#[test]
+fn export_writes_one_bundle_per_suite_case() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("bundles");
+    let output = fa3conform(&[
+        "export",
+        "--suite",
+        "validation",
+        "--cases",
+        "2",
+        "--seed",
+        "3",
+        "--out",
+        out.to_str().unwrap(),
+    ]);
+    assert_eq!(
+        output.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    let mut bundles: Vec<_> = std::fs::read_dir(&out)
+        .unwrap()
+        .map(|e| e.unwrap().file_name())
+        .collect();
+    bundles.sort();
+    assert_eq!(bundles.len(), 2);
+    for bundle in bundles {
+        for file in ["call.json", "inputs.safetensors", "expected.json"] {
+            assert!(
+                out.join(&bundle).join(file).exists(),
+                "{bundle:?} lacks {file}"
+            );
+        }
+    }
+}

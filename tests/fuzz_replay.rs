@@ -30,3 +30,19 @@ fn call_spec_corpus_replays() {
         "the call_spec seed corpus is missing"
     );
 }
+
+#[test]
+fn validate_corpus_replays() {
+    assert!(
+        replay("validate", harness::validate) > 0,
+        "the validate seed corpus is missing"
+    );
+}
+
+#[test]
+fn differential_corpus_replays() {
+    assert!(
+        replay("differential", harness::differential) > 0,
+        "the differential seed corpus is missing"
+    );
+}

@@ -267,3 +267,46 @@ fn unsupported_head_dims_fail_like_mate() {
         KernelError::Rejected("Add config for headdim 64-128".into())
     );
 }
+
+/// q of 300 rows (no pack-GQA: 300 > 256, so tile_m 256 and two m-blocks), 8 keys, with the
+/// call's own scheduler_metadata.
+fn two_m_blocks(metadata: Vec<i64>) -> KvCacheCall {
+    let mut call = KvCacheCall {
+        seed: 3,
+        ..KvCacheCall::default()
+    };
+    let t = |shape: &[usize]| PyValue::Tensor(TensorArg::new(Dtype::Bfloat16, shape));
+    call.set("q", t(&[1, 300, 1, D]))
+        .set("k_cache", t(&[1, 8, 1, D]))
+        .set("v_cache", t(&[1, 8, 1, D]))
+        .set("scheduler_metadata", ints(&[metadata.len()], metadata));
+    call
+}
+
+#[test]
+fn metadata_without_an_m_block_leaves_its_rows_unwritten() {
+    // §6.11 (iii): num_m_blocks = 1 where the call needs 2 → rows 256..300 are never written
+    // (NaN here: uninitialised on the device); num_m_blocks = 2 writes all of them.
+    let written = |row: usize, out: &KernelOutput| out.out.data[[0, row, 0, 0]].is_finite();
+    let out = run(&two_m_blocks(vec![1, 0, 1, 1])).unwrap();
+    assert!((0..256).all(|r| written(r, &out)));
+    assert!((256..300).all(|r| !written(r, &out)));
+    let out = run(&two_m_blocks(vec![1, 0, 2, 1])).unwrap();
+    assert!((0..300).all(|r| written(r, &out)));
+}
+
+#[test]
+fn metadata_that_would_race_or_read_beyond_the_partials_is_rejected() {
+    // §6.11 (iv): nsd 3 with S_F = num_splits = 2 would read partial slots that do not exist.
+    let mut call = two_m_blocks(vec![3, 0, 2, 1]);
+    call.set("num_splits", PyValue::Int(2));
+    assert_eq!(
+        run(&call).unwrap_err(),
+        KernelError::Rejected("num_splits_dynamic exceeds the 2 split slots".into())
+    );
+    // A batch_table entry out of range (stale metadata of another batch size).
+    assert_eq!(
+        run(&two_m_blocks(vec![1, 5, 2, 1])).unwrap_err(),
+        KernelError::Rejected("batch_table is not a permutation of the batch indices".into())
+    );
+}

@@ -526,3 +526,59 @@ fn inconsistent_calls_are_errors_not_panics() {
     c.set("k_cache", floats(BF16, &[2, 2, 2, 1], &[0.0; 8]));
     assert!(eval(&c, Stack::Fa3).is_err());
 }
+
+#[test]
+fn low_precision_fp8_rounds_probabilities_through_fp8() {
+    // Three equal scores: P = 1/3 → bf16 0.333984375 → e4m3 0.34375 (neighbours 0.3125, 0.34375).
+    // Output 0.34375 · (1 + 2 + 4) = 2.40625, exactly representable in bf16; exact: 7/3.
+    let f8 = Dtype::Float8E4m3fn;
+    let c = call(
+        floats(f8, &[1, 1, 1, 1], &[0.0]),
+        floats(f8, &[1, 3, 1, 1], &[1.0, 1.0, 1.0]),
+        floats(f8, &[1, 3, 1, 1], &[1.0, 2.0, 4.0]),
+    );
+    let tensors = materialise(&c, 1 << 20).unwrap();
+    let low = run(&c, &tensors, Stack::Fa3, Precision::LowPrecision).unwrap();
+    assert_close(low.out.iter().copied(), &[2.40625]);
+    assert_close(exact(&c).out.iter().copied(), &[7.0 / 3.0]);
+}
+
+#[test]
+fn rotated_keys_and_queries_are_rounded_to_bf16() {
+    // Position 1 scales-and-turns by cos 0.75, sin 0.5. x = (1 + 2^-7, 0) becomes
+    // (0.755859375, 0.50390625); bf16 keeps 8 significant bits, and 0.755859375 = 1.10000011b·2^-1
+    // lies halfway between 0.75390625 and 0.7578125: ties to even → 0.7578125.
+    let x = 1.0 + 2f64.powi(-7);
+    let rotary = |c: &mut KvCacheCall| {
+        c.set("rotary_cos", floats(BF16, &[2, 1], &[1.0, 0.75]))
+            .set("rotary_sin", floats(BF16, &[2, 1], &[0.0, 0.5]));
+    };
+    // The new key lands at position 1 (cache_seqlens 1) and is stored rotated and rounded.
+    let mut c = call(
+        floats(BF16, &[1, 1, 1, 2], &[0.0, 0.0]),
+        floats(BF16, &[1, 2, 1, 2], &[0.0; 4]),
+        floats(BF16, &[1, 2, 1, 1], &[0.0; 2]),
+    );
+    c.set("cache_seqlens", ints(&[1], &[1]))
+        .set("k", floats(BF16, &[1, 1, 1, 2], &[x, 0.0]))
+        .set("v", floats(BF16, &[1, 1, 1, 1], &[1.0]));
+    rotary(&mut c);
+    let stored: Vec<f64> = exact(&c).k_cache.unwrap().iter().skip(2).copied().collect();
+    assert_eq!(stored, [0.7578125, 0.50390625]);
+    // Causal, two queries, one new key (1, 0) at position 0 (identity): row 0 sees nothing
+    // (o = −1), row 1 is rotated at position 1 and its lse is its score q'·k = 0.7578125.
+    let mut c = call(
+        floats(BF16, &[1, 2, 1, 2], &[x, 0.0, x, 0.0]),
+        floats(BF16, &[1, 2, 1, 2], &[0.0; 4]),
+        floats(BF16, &[1, 2, 1, 1], &[0.0; 2]),
+    );
+    c.set("cache_seqlens", ints(&[1], &[0]))
+        .set("k", floats(BF16, &[1, 1, 1, 2], &[1.0, 0.0]))
+        .set("v", floats(BF16, &[1, 1, 1, 1], &[1.0]))
+        .set("causal", PyValue::Bool(true));
+    rotary(&mut c);
+    assert_close(
+        exact(&c).lse.iter().copied(),
+        &[f64::NEG_INFINITY, 0.7578125],
+    );
+}

@@ -81,6 +81,18 @@ static inline float exp2_approx(float x) {
     return p * fa3_bits_f32((uint32_t)e << 23);
 }
 
+/* Keys whose K and V rows are prefetched ahead of the one being converted: paged and
+ * head-strided rows defeat the hardware prefetcher, and decode tiles are bound by their latency. */
+#define FA3_PREFETCH_KEYS 16
+
+static void prefetch_row(const fa3_tensor *t, int64_t offset, int64_t count) {
+    static const int64_t element_bytes[] = {4, 2, 2, 1}; /* by fa3_dtype */
+    const char *row = (const char *)t->data + offset * element_bytes[t->dtype];
+    for (int64_t byte = 0; byte < count * element_bytes[t->dtype]; byte += 64) {
+        __builtin_prefetch(row + byte);
+    }
+}
+
 /* Keys [lo, hi) query position `i` may attend to (D.2), with o = sk - sq. */
 static void key_interval(const fa3_fwd_params *params, const fa3_seqlens *s, int64_t i,
                          int64_t *lo, int64_t *hi) {
@@ -203,10 +215,22 @@ void FA3_TILE_FN(const fa3_fwd_params *params, const fa3_tile *tile, float *work
     for (int64_t n = n_begin; n < n_end; ++n) {
         int64_t key0 = n * bn;
         int64_t keys = fa3_min64(bn, s.seqlen_k - key0);
-        /* K^T and V of this block in f32, zero-padded to the full tile. */
-        memset(kt, 0, (size_t)(d * bn) * sizeof(float));
-        memset(v, 0, (size_t)(bn * dv_pad) * sizeof(float));
+        /* K^T and V of this block in f32; K^T's columns past the last key and V's columns past
+         * dv are zero (the products read them), V's rows past the last key are never read. */
+        if (keys < bn) {
+            for (int64_t c = 0; c < d; ++c) {
+                memset(kt + c * bn + keys, 0, (size_t)(bn - keys) * sizeof(float));
+            }
+        }
+        int64_t prefetch_end = fa3_min64(n_end * bn, s.seqlen_k);
         for (int64_t j = 0; j < keys; ++j) {
+            if (key0 + j + FA3_PREFETCH_KEYS < prefetch_end) {
+                int64_t ahead = s.leftpad + key0 + j + FA3_PREFETCH_KEYS;
+                prefetch_row(&params->k_cache,
+                             fa3_cache_offset(params, &params->k_cache, s.kv_batch, ahead, kv_head), d);
+                prefetch_row(&params->v_cache,
+                             fa3_cache_offset(params, &params->v_cache, s.kv_batch, ahead, kv_head), dv);
+            }
             int64_t cache_pos = s.leftpad + key0 + j;
             int64_t k_at = fa3_cache_offset(params, &params->k_cache, s.kv_batch, cache_pos, kv_head);
             fa3_load_row(&params->k_cache, k_at, d, kv_row);
@@ -215,13 +239,14 @@ void FA3_TILE_FN(const fa3_fwd_params *params, const fa3_tile *tile, float *work
             }
             int64_t v_at = fa3_cache_offset(params, &params->v_cache, s.kv_batch, cache_pos, kv_head);
             fa3_load_row(&params->v_cache, v_at, dv, v + j * dv_pad);
+            memset(v + j * dv_pad + dv, 0, (size_t)(dv_pad - dv) * sizeof(float));
         }
         memset(scores, 0, (size_t)(rows * bn) * sizeof(float));
         gemm_acc(scores, bn, q, d, kt, bn, rows, bn, d);
         if (has_qv) {
             for (int64_t j = 0; j < bn; ++j) {
                 for (int64_t c = 0; c < dv_pad; ++c) {
-                    vt[c * bn + j] = v[j * dv_pad + c];
+                    vt[c * bn + j] = j < keys ? v[j * dv_pad + c] : 0.0f;
                 }
             }
             gemm_acc(scores, bn, qv, dv_pad, vt, bn, rows, bn, dv_pad);
@@ -229,15 +254,31 @@ void FA3_TILE_FN(const fa3_fwd_params *params, const fa3_tile *tile, float *work
         for (int64_t r = 0; r < rows; ++r) {
             float *srow = scores + r * bn;
             int64_t lo = key_lo[r] - key0, hi = key_hi[r] - key0;
-            float block_max = -INFINITY;
-            for (int64_t j = 0; j < bn; ++j) {
-                float x = srow[j] * score_scale;
-                if (has_softcap) {
-                    x = tanhf(x) * softcap_log2;
+            if (has_softcap) {
+                for (int64_t j = 0; j < bn; ++j) {
+                    srow[j] = tanhf(srow[j] * score_scale) * softcap_log2;
                 }
-                x = (j >= lo && j < hi) ? x : -INFINITY;
-                srow[j] = x;
-                block_max = block_max > x ? block_max : x;
+            } else {
+                for (int64_t j = 0; j < bn; ++j) {
+                    srow[j] *= score_scale;
+                }
+            }
+            for (int64_t j = 0; j < bn; ++j) {
+                srow[j] = (j >= lo && j < hi) ? srow[j] : -INFINITY;
+            }
+            /* Reductions over FA3_COLS independent lanes, so that they vectorise. */
+            float lane[FA3_COLS];
+            for (int x = 0; x < FA3_COLS; ++x) {
+                lane[x] = -INFINITY;
+            }
+            for (int64_t j = 0; j < bn; j += FA3_COLS) {
+                for (int x = 0; x < FA3_COLS; ++x) {
+                    lane[x] = lane[x] > srow[j + x] ? lane[x] : srow[j + x];
+                }
+            }
+            float block_max = -INFINITY;
+            for (int x = 0; x < FA3_COLS; ++x) {
+                block_max = block_max > lane[x] ? block_max : lane[x];
             }
             float new_max = row_max[r] > block_max ? row_max[r] : block_max;
             if (new_max == -INFINITY) {
@@ -246,11 +287,19 @@ void FA3_TILE_FN(const fa3_fwd_params *params, const fa3_tile *tile, float *work
                 continue;
             }
             float rescale = exp2_approx(row_max[r] - new_max);
+            for (int x = 0; x < FA3_COLS; ++x) {
+                lane[x] = 0.0f;
+            }
+            for (int64_t j = 0; j < bn; j += FA3_COLS) {
+                for (int x = 0; x < FA3_COLS; ++x) {
+                    float p = exp2_approx(srow[j + x] - new_max);
+                    srow[j + x] = p;
+                    lane[x] += p;
+                }
+            }
             float sum = 0.0f;
-            for (int64_t j = 0; j < bn; ++j) {
-                float p = exp2_approx(srow[j] - new_max);
-                srow[j] = p;
-                sum += p;
+            for (int x = 0; x < FA3_COLS; ++x) {
+                sum += lane[x];
             }
             row_max[r] = new_max;
             row_sum[r] = row_sum[r] * rescale + sum;

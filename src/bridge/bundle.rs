@@ -1,10 +1,11 @@
 //! One case bundle: a folder with `call.json`, `inputs.safetensors`, `expected.json` and, when the
 //! numerics profile accepts the call, `expected.safetensors` (format: [`crate::bridge`]).
 
-use super::tensors::StoredTensor;
-use super::tensors::{TensorFile, TensorFileError, read_tensor_file, write_tensor_file};
+use super::tensors::{
+    StoredTensor, TensorFile, TensorFileError, read_tensor_file, write_tensor_file,
+};
 use crate::call::{Dtype, KvCacheCall};
-use crate::reference::RefOutput;
+use crate::reference::{Precision, RefOutput};
 use crate::spec::{SpecError, call_to_json, parse_specs};
 use crate::tolerance;
 use crate::validate::{Outcome, Verdict};
@@ -31,7 +32,8 @@ pub mod names {
     pub const LSE: &str = "softmax_lse";
     pub const K_CACHE: &str = "k_cache";
     pub const V_CACHE: &str = "v_cache";
-    /// The low-precision reference's output, in the output dtype: the error yardstick of the rule.
+    /// The low-precision reference's output (F32 holding its rounded values): the yardstick of the
+    /// tolerance rule.
     pub const OUT_LOWPREC: &str = "out_lowprec";
     pub const LSE_LOWPREC: &str = "softmax_lse_lowprec";
 }
@@ -191,8 +193,10 @@ impl ExpectedNumbers {
         self.tensors[name].to_host().data
     }
 
-    /// The output the tolerance rule takes: the reference's, or (`lowprec`) its baseline's.
-    pub fn ref_output(&self, lowprec: bool) -> RefOutput {
+    /// The numbers of the reference at `precision`, as the tolerance rule takes them (caches only
+    /// for the exact reference: the rule compares caches with it alone).
+    pub fn ref_output(&self, precision: Precision) -> RefOutput {
+        let lowprec = precision == Precision::LowPrecision;
         let (out, lse) = if lowprec {
             (names::OUT_LOWPREC, names::LSE_LOWPREC)
         } else {
@@ -423,4 +427,99 @@ pub fn bundle_dirs(root: &Path) -> Result<Vec<PathBuf>, BundleError> {
         return Err(invalid(root, "no bundle (a folder with call.json) here"));
     }
     Ok(dirs)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::call::{PyValue, TensorArg};
+    use crate::reference::{self, Precision, Stack};
+    use crate::tensor::materialise;
+
+    fn append_call() -> KvCacheCall {
+        let mut call = KvCacheCall {
+            id: "append".into(),
+            seed: 3,
+            ..KvCacheCall::default()
+        };
+        let t = |shape: &[usize]| PyValue::Tensor(TensorArg::new(Dtype::Bfloat16, shape));
+        call.set("q", t(&[1, 2, 2, 8]))
+            .set("k_cache", t(&[1, 8, 1, 8]))
+            .set("v_cache", t(&[1, 8, 1, 8]))
+            .set("k", t(&[1, 2, 1, 8]))
+            .set("v", t(&[1, 2, 1, 8]))
+            .set(
+                "cache_seqlens",
+                PyValue::Tensor(TensorArg::with_ints(Dtype::Int32, &[1], vec![3])),
+            )
+            .set("return_softmax_lse", PyValue::Bool(true));
+        call
+    }
+
+    #[test]
+    fn bundles_round_trip_through_their_files() {
+        let call = append_call();
+        let tensors = materialise(&call, 1 << 20).unwrap();
+        let run = |precision| reference::run(&call, &tensors, Stack::Musa, precision).unwrap();
+        let expected = ExpectedNumbers::new(
+            "musa",
+            Dtype::Bfloat16,
+            (Dtype::Bfloat16, Dtype::Bfloat16),
+            true,
+            &run(Precision::Exact),
+            &run(Precision::LowPrecision),
+        );
+        let bundle = CaseBundle {
+            inputs: tensors
+                .iter()
+                .map(|(n, t)| (n.clone(), StoredTensor::from_host(t)))
+                .collect(),
+            call,
+            verdicts: vec![VerdictRecord {
+                profile: "fa3".into(),
+                outcome: OutcomeKind::Rejected,
+                exception: Some("TypeError".into()),
+                message: Some(
+                    "flash_attn_with_kvcache() got an unexpected keyword argument 'ver'".into(),
+                ),
+                site: Some("fa3.A-3".into()),
+                hazards: vec![],
+            }],
+            expected: Some(expected),
+        };
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::write(dir.path().join(RESULT_JSON), "{}").unwrap();
+        write_bundle(dir.path(), &bundle).unwrap();
+        assert!(!dir.path().join(RESULT_JSON).exists(), "stale results go");
+        assert_eq!(read_bundle(dir.path(), 1 << 20).unwrap(), bundle);
+
+        let json: serde_json::Value =
+            serde_json::from_str(&std::fs::read_to_string(dir.path().join(EXPECTED_JSON)).unwrap())
+                .unwrap();
+        assert_eq!(json["numerics"]["appends_kv"], true);
+        assert_eq!(json["numerics"]["tolerance"]["max_mult"], 2.0);
+        assert_eq!(json["verdicts"][0]["outcome"], "rejected");
+        let expected = &bundle.expected.as_ref().unwrap().tensors;
+        // The two appended tokens land at positions 3 and 4 of the cache, as the inputs hold them.
+        let k_after = expected[names::K_CACHE].to_host().data;
+        let k_new = bundle.inputs["k"].to_host().data;
+        assert_eq!(
+            k_after.slice(ndarray::s![0, 3..5, .., ..]),
+            k_new.slice(ndarray::s![0, .., .., ..])
+        );
+        assert_eq!(expected[names::LSE].shape, [1, 2, 2]);
+        assert_eq!(expected[names::OUT].dtype, Dtype::Float32);
+    }
+
+    #[test]
+    fn unreadable_bundles_name_the_file() {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::write(dir.path().join(CALL_FILE), "[{}, {}]").unwrap();
+        let err = read_bundle(dir.path(), 1 << 20).unwrap_err().to_string();
+        assert!(
+            err.ends_with("call.json: holds 2 calls, a bundle has exactly one"),
+            "{err}"
+        );
+        assert!(bundle_dirs(&dir.path().join("missing")).is_err());
+    }
 }

@@ -224,3 +224,72 @@ fn export(args: &ExportArgs, out: &mut dyn Write) -> Result<(), String> {
     )
     .map_err(|e| e.to_string())
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::call::TensorArg;
+
+    #[test]
+    fn integer_tensors_get_their_values_inline_positional_ones_too() {
+        let seqlens = TensorArg::new(Dtype::Int32, &[2]);
+        let call = KvCacheCall {
+            seed: 9,
+            positional: vec![
+                PyValue::Tensor(TensorArg::new(Dtype::Bfloat16, &[2, 1, 2, 8])),
+                PyValue::Tensor(TensorArg::new(Dtype::Bfloat16, &[2, 16, 1, 8])),
+                PyValue::Tensor(TensorArg::new(Dtype::Bfloat16, &[2, 16, 1, 8])),
+                PyValue::None,
+            ],
+            keywords: vec![("cache_seqlens".into(), PyValue::Tensor(seqlens))],
+            ..KvCacheCall::default()
+        };
+        let tensors = materialise(&call, 1 << 20).unwrap();
+        let inline = with_int_values(&call, &tensors);
+        let values = inline.passed("cache_seqlens").unwrap().as_tensor().unwrap();
+        assert_eq!(values.int_values(), Some(tensors["cache_seqlens"].ints()));
+        assert_eq!(
+            inline.positional[0], call.positional[0],
+            "float data stays out of call.json"
+        );
+        assert_eq!(inline.positional[3], PyValue::None);
+    }
+
+    #[test]
+    fn profiles_map_to_reference_conventions() {
+        assert_eq!(stack_of("fa3-stable"), Some(Stack::Fa3));
+        assert_eq!(stack_of("sgl-kernel"), Some(Stack::SglKernel));
+        assert_eq!(stack_of("rocm"), None);
+        assert_eq!(
+            out_dtype(Stack::Musa, Dtype::Float8E4m3fn),
+            Dtype::Float8E4m3fn
+        );
+        assert_eq!(out_dtype(Stack::Fa3, Dtype::Float8E4m3fn), Dtype::Bfloat16);
+        assert_eq!(out_dtype(Stack::SglKernel, Dtype::Float16), Dtype::Float16);
+    }
+
+    #[test]
+    fn bad_sources_are_input_errors() {
+        let args = |suite: Option<&str>, spec: Option<&str>| ExportArgs {
+            suite: suite.map(str::to_string),
+            spec: spec.map(PathBuf::from),
+            cases: Some(1),
+            seed: None,
+            out: PathBuf::from("unused"),
+            profile: "musa".into(),
+            memory_cap: 1 << 20,
+        };
+        assert_eq!(
+            calls_of(&args(Some("nope"), None)).unwrap_err(),
+            "unknown suite `nope`"
+        );
+        assert!(
+            calls_of(&args(None, Some("no/such/file.json")))
+                .unwrap_err()
+                .starts_with("no/such/file.json: ")
+        );
+        let mut bad_profile = args(None, Some("no/such/file.json"));
+        bad_profile.profile = "rocm".into();
+        assert_eq!(run_export(&bad_profile, &mut Vec::new()), ExitStatus::Error);
+    }
+}

@@ -1,8 +1,9 @@
 //! `fa3conform verify DIR --profile P`: judges what a real stack did with each bundle.
 //!
 //! A rejection must be reproduced exactly (exception class and `str(exc)`); an accepted call must
-//! return, with `out` (and `softmax_lse` when the call asks for it) within the tolerance rule of the
-//! f64 reference and caches after an append equal to the expected ones bit for bit.
+//! return, with `out` (and `softmax_lse` when the call asks for it) within the tolerance rule of
+//! [`crate::tolerance`] against the f64 reference, and caches after an append equal to the expected
+//! ones (bit for bit, except where that rule allows rotated keys and fp8 values a tolerance).
 
 use super::bundle::{
     BundleError, CaseBundle, ExpectedNumbers, OutcomeKind, RESULT_JSON, RESULT_TENSORS,
@@ -11,7 +12,7 @@ use super::bundle::{
 use super::tensors::{TensorFile, read_tensor_file};
 use crate::cli::ExitStatus;
 use crate::conform::Format;
-use crate::reference::RefOutput;
+use crate::reference::{Precision, RefOutput};
 use crate::tensor::DEFAULT_MEMORY_CAP;
 use crate::tolerance;
 use serde_json::{Value, json};
@@ -98,12 +99,20 @@ fn read_result(dir: &Path, cap: usize) -> Result<RunResult, BundleError> {
     Ok(RunResult::Missing)
 }
 
-fn describe_rejection(v: &VerdictRecord) -> String {
-    let exception = v.exception.as_deref().unwrap_or("?");
-    match v.message.as_deref() {
-        Some("") | None => exception.to_string(),
-        Some(message) => format!("{exception}: {message}"),
+/// As Python prints the last line of a traceback: `ValueError: message`, or the class alone.
+fn python_error(exception: &str, message: &str) -> String {
+    if message.is_empty() {
+        exception.to_string()
+    } else {
+        format!("{exception}: {message}")
     }
+}
+
+fn describe_rejection(v: &VerdictRecord) -> String {
+    python_error(
+        v.exception.as_deref().unwrap_or_default(),
+        v.message.as_deref().unwrap_or_default(),
+    )
 }
 
 /// Judges one bundle's result against `profile`.
@@ -126,15 +135,13 @@ pub fn judge(dir: &Path, profile: &str, cap: usize) -> Result<CaseStatus, Bundle
             "no result.json or result.safetensors: the runner did not reach this case".into(),
         ),
         (OutcomeKind::Rejected, RunResult::Raised { exception, message }) => {
-            let expected = describe_rejection(verdict);
-            let got = describe_rejection(&VerdictRecord {
-                exception: Some(exception),
-                message: Some(message),
-                ..verdict.clone()
-            });
-            if expected == got {
+            let got = python_error(&exception, &message);
+            if verdict.exception.as_deref() == Some(&exception)
+                && verdict.message.as_deref() == Some(&message)
+            {
                 CaseStatus::Matched(format!("raised {got}"))
             } else {
+                let expected = describe_rejection(verdict);
                 CaseStatus::Mismatch(format!("expected {expected}\n     got {got}"))
             }
         }
@@ -178,7 +185,7 @@ fn numerics_for<'a>(
 /// Applies the tolerance rule to what the call returned. `softmax_lse` counts only when the call
 /// returns it; the caches only when the call appends.
 fn compare_outputs(expected: &ExpectedNumbers, result: &TensorFile) -> CaseStatus {
-    let exact = expected.ref_output(false);
+    let exact = expected.ref_output(Precision::Exact);
     let mut required = vec![names::OUT];
     if expected.returns_lse {
         required.push(names::LSE);
@@ -227,7 +234,11 @@ fn compare_outputs(expected: &ExpectedNumbers, result: &TensorFile) -> CaseStatu
         dtype: expected.input_dtype,
         rotated_keys: expected.rotated_keys,
     };
-    match tolerance::compare(&returned, &exact, &expected.ref_output(true)) {
+    match tolerance::compare(
+        &returned,
+        &exact,
+        &expected.ref_output(Precision::LowPrecision),
+    ) {
         Ok(report) => {
             let mut note = format!("out {}", report.out);
             if expected.returns_lse {
@@ -374,5 +385,60 @@ pub fn render(reports: &[CaseReport], profile: &str, format: Format) -> String {
             out.push_str("  </testsuite>\n</testsuites>\n");
             out
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn reports() -> Vec<CaseReport> {
+        vec![
+            CaseReport {
+                name: "a".into(),
+                status: CaseStatus::Matched("raised ValueError: x".into()),
+            },
+            CaseReport {
+                name: "b<1>".into(),
+                status: CaseStatus::Mismatch("expected \"x\" & y".into()),
+            },
+            CaseReport {
+                name: "c".into(),
+                status: CaseStatus::Skipped("no state".into()),
+            },
+        ]
+    }
+
+    #[test]
+    fn reports_in_every_format() {
+        assert_eq!(
+            render(&reports(), "musa", Format::Human),
+            "MISMATCH b<1>\n  expected \"x\" & y\n\nSKIPPED c: no state\n\
+             verify --profile musa: 3 cases, 1 matched, 1 mismatched, 1 skipped\n"
+        );
+        let xml = render(&reports(), "musa", Format::Junit);
+        assert!(
+            xml.contains("tests=\"3\" failures=\"1\" skipped=\"1\""),
+            "{xml}"
+        );
+        assert!(xml.contains(
+            "name=\"b&lt;1&gt;\">\n      <failure message=\"expected &quot;x&quot; &amp; y\"/>"
+        ));
+        assert!(xml.contains("<skipped message=\"no state\"/>"));
+        let json: Value = serde_json::from_str(&render(&reports(), "musa", Format::Json)).unwrap();
+        assert_eq!(json["cases"][2]["outcome"], "skipped");
+    }
+
+    #[test]
+    fn bad_input_exits_with_2() {
+        let dir = tempfile::tempdir().unwrap();
+        let args = VerifyArgs {
+            dir: dir.path().to_path_buf(),
+            profile: "musa".into(),
+            format: Format::Human,
+            output: None,
+            memory_cap: 1 << 20,
+        };
+        assert_eq!(run_verify(&args, &mut Vec::new()), ExitStatus::Error);
     }
 }

@@ -21,6 +21,10 @@ pub enum Command {
     Conform(ConformArgs),
     /// Evaluate one call spec with the f64 reference and summarise the outputs.
     Run(RunArgs),
+    /// Certify call specs: each profile's verdict, the hazards, and a compatibility summary.
+    Certify(crate::certify::CertifyArgs),
+    /// Explain an error message, error site id, hazard code or scan code.
+    Explain(crate::explain::ExplainArgs),
     /// Find flash_attn_with_kvcache call sites in Python code and report what breaks on MUSA.
     Scan(crate::scan::cli::ScanArgs),
     /// Write case bundles (call, inputs, expected outputs and verdicts) for a device runner.
@@ -87,4 +91,8 @@ pub struct RunArgs {
     /// Refuse calls whose tensors would take more bytes than this once materialised.
     #[arg(long, default_value_t = crate::tensor::DEFAULT_MEMORY_CAP)]
     pub memory_cap: usize,
+    /// Write `out`, `softmax_lse` (F32) and the caches after an append (cache dtype) to this
+    /// safetensors file.
+    #[arg(long)]
+    pub out: Option<std::path::PathBuf>,
 }

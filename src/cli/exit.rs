@@ -17,6 +17,18 @@ pub enum ExitStatus {
     Internal = 3,
 }
 
+impl ExitStatus {
+    /// The status a library entry point reported as a raw code (0–3).
+    pub fn from_code(code: u8) -> ExitStatus {
+        match code {
+            0 => ExitStatus::Success,
+            1 => ExitStatus::Failure,
+            2 => ExitStatus::Error,
+            _ => ExitStatus::Internal,
+        }
+    }
+}
+
 impl From<ExitStatus> for ExitCode {
     fn from(status: ExitStatus) -> ExitCode {
         ExitCode::from(status as u8)

@@ -21,6 +21,12 @@ pub fn run(cli: Cli, out: &mut dyn Write) -> ExitStatus {
                 crate::scan::cli::ScanExit::Findings => ExitStatus::Failure,
             })
             .map_err(anyhow::Error::from),
+        Command::Certify(args) => crate::certify::run_certify(&args, out)
+            .map(ExitStatus::from_code)
+            .map_err(anyhow::Error::from),
+        Command::Explain(args) => crate::explain::run_explain(&args, out)
+            .map(ExitStatus::from_code)
+            .map_err(anyhow::Error::from),
         Command::Export(args) => Ok(crate::bridge::export::run_export(&args, out)),
         Command::Verify(args) => Ok(crate::bridge::verify::run_verify(&args, out)),
     };

@@ -2,6 +2,8 @@
 
 use super::ExitStatus;
 use super::args::RunArgs;
+use crate::bridge::tensors::{StoredTensor, TensorFile, write_tensor_file};
+use crate::call::Dtype;
 use crate::reference::{self, Precision, RefOutput};
 use crate::spec::parse_specs;
 use crate::tensor::materialise;
@@ -61,6 +63,35 @@ fn render_human(id: &str, result: &RefOutput, out: &mut dyn Write) -> std::io::R
     Ok(())
 }
 
+/// Writes `out` and `softmax_lse` (F32, the stack's layout) and, after an append, `k_cache` and
+/// `v_cache` (cache dtype): the names and dtypes device-bridge bundles use.
+fn write_results(
+    path: &std::path::Path,
+    call: &crate::call::KvCacheCall,
+    result: &RefOutput,
+) -> anyhow::Result<()> {
+    let mut file = TensorFile::new();
+    let mut put = |name: &str, dtype: Dtype, array: &ArrayD<f64>| {
+        let values: Vec<f64> = array.iter().copied().collect();
+        file.insert(
+            name.to_string(),
+            StoredTensor::from_values(dtype, array.shape(), &values),
+        );
+    };
+    put("out", Dtype::Float32, &result.out);
+    put("softmax_lse", Dtype::Float32, &result.lse);
+    for (name, cache) in [("k_cache", &result.k_cache), ("v_cache", &result.v_cache)] {
+        if let Some(cache) = cache {
+            let dtype = call
+                .passed(name)
+                .and_then(|v| v.as_tensor())
+                .map_or(Dtype::Float32, |t| t.dtype);
+            put(name, dtype, cache);
+        }
+    }
+    write_tensor_file(path, &file).with_context(|| format!("writing {}", path.display()))
+}
+
 pub fn run(args: &RunArgs, out: &mut dyn Write) -> anyhow::Result<ExitStatus> {
     let text = super::read_input(&args.spec)?;
     let mut calls =
@@ -76,6 +107,9 @@ pub fn run(args: &RunArgs, out: &mut dyn Write) -> anyhow::Result<ExitStatus> {
     let tensors = materialise(&call, args.memory_cap)?;
     let stack = args.stack.into();
     let result = reference::run(&call, &tensors, stack, Precision::Exact)?;
+    if let Some(path) = &args.out {
+        write_results(path, &call, &result)?;
+    }
     match args.format {
         super::args::TextOrJson::Human => render_human(&call.id, &result, out)?,
         super::args::TextOrJson::Json => {

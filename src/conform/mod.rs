@@ -4,7 +4,9 @@
 //! `fa3conform conform --suite NAME --seed S --cases N` and reported with its case name.
 
 mod metadata_suite;
+mod reference_suite;
 mod report;
+mod validation_suite;
 
 pub use report::{Format, render, xml_escape};
 
@@ -38,7 +40,12 @@ pub trait Suite: Sync {
 
 /// Every suite `conform` knows, in the order they run by default.
 pub fn suites() -> Vec<&'static dyn Suite> {
-    vec![&metadata_suite::METADATA]
+    vec![
+        &reference_suite::ReferenceSuite,
+        &crate::kernel::KERNEL_SUITE,
+        &validation_suite::VALIDATION,
+        &metadata_suite::METADATA,
+    ]
 }
 
 /// The results of one suite.

@@ -6,4 +6,6 @@
 //! harness function, so `tests/fuzz_replay.rs` replays every committed corpus and regression file
 //! through exactly the code the fuzzer ran.
 
+pub mod generators;
 pub mod harness;
+pub mod oracles;

@@ -15,12 +15,15 @@
 #[allow(non_camel_case_types, non_upper_case_globals, dead_code, clippy::all)]
 mod bindings;
 mod plan;
+mod suite;
 
 pub use plan::MAX_HEAD_DIM;
+pub use suite::{KERNEL_SUITE, KernelSuite};
 
 use crate::call::{Dtype, KvCacheCall};
 use crate::mate::{DEFAULT_MP, SchedulerMetadata};
 use crate::numeric::{e4m3fn_from_f32, e4m3fn_to_f32};
+use crate::reference::Stack;
 use crate::tensor::{DEFAULT_MEMORY_CAP, HostTensor, Tensors};
 use bindings as ffi;
 use half::{bf16, f16};
@@ -83,6 +86,13 @@ pub struct KernelOptions {
     pub isa: Option<Isa>,
     /// Cap on the bytes the kernel allocates (outputs, split partials, workspaces).
     pub memory_cap: usize,
+    /// Whose conventions the call follows where the stacks differ. `Musa`: head-dim pairs mate has
+    /// no kernel for are rejected as mate rejects them (`Add config for headdim ...`), an int
+    /// `cache_seqlens` has `k_cache.shape[0]` entries, any non-zero softcap applies. The CUDA
+    /// stacks (for the numerics of their fp8 and `qv` calls): such pairs run with mate's
+    /// candidate tile_m, an int `cache_seqlens` has one entry per batch, only a positive softcap
+    /// applies.
+    pub stack: Stack,
 }
 
 impl Default for KernelOptions {
@@ -92,6 +102,7 @@ impl Default for KernelOptions {
             metadata: MetadataSource::FromCall,
             isa: None,
             memory_cap: DEFAULT_MEMORY_CAP,
+            stack: Stack::Musa,
         }
     }
 }
@@ -263,28 +274,51 @@ pub fn run(
     tensors: &Tensors,
     options: &KernelOptions,
 ) -> Result<KernelOutput, KernelError> {
+    let mut prepared = prepare(call, tensors, options)?;
+    prepared.execute();
+    Ok(prepared.output())
+}
+
+/// A checked call with its tensors in their storage dtypes, ready to run (possibly many times:
+/// each run appends again and overwrites the outputs, as repeated device calls would).
+pub struct Prepared {
+    plan: Plan,
+    mp: usize,
+    isa: Isa,
+    q: Buffer,
+    k_cache: Buffer,
+    v_cache: Buffer,
+    k_new: Option<Buffer>,
+    v_new: Option<Buffer>,
+    qv: Option<Buffer>,
+    rotary_cos: Option<Buffer>,
+    rotary_sin: Option<Buffer>,
+    q_descale: Option<Buffer>,
+    k_descale: Option<Buffer>,
+    v_descale: Option<Buffer>,
+    sinks: Option<Buffer>,
+    out: Buffer,
+    lse: Buffer,
+    o_accum: Buffer,
+    lse_accum: Buffer,
+    cu_seqlens_q: Option<Vec<i32>>,
+    cu_seqlens_k_new: Option<Vec<i32>>,
+    cache_batch_idx: Option<Vec<i32>>,
+    cache_leftpad: Option<Vec<i32>>,
+    page_table: Option<Vec<i32>>,
+    rotary_seqlens: Option<Vec<i32>>,
+}
+
+/// Checks the call (see [`run`]) and converts its tensors to their storage dtypes.
+pub fn prepare(
+    call: &KvCacheCall,
+    tensors: &Tensors,
+    options: &KernelOptions,
+) -> Result<Prepared, KernelError> {
     let plan = plan::plan(call, tensors, options)?;
     let dims = &plan.dims;
-    let (b, h, hk, d, dv) = (
-        dims.batch_size,
-        dims.num_heads,
-        dims.num_heads_k,
-        dims.head_size,
-        dims.head_size_v,
-    );
-    let rows_per_batch = (!dims.varlen_q).then_some(dims.seqlen_q);
-    let accum_batches = if dims.varlen_q { 1 } else { b };
-    let accum_rows = if dims.varlen_q {
-        dims.total_q
-    } else {
-        dims.seqlen_q
-    };
-    let split_outputs = plan.metadata.is_some() && plan.num_splits > 1;
-    let accum_numel = if split_outputs {
-        accum_batches * h * plan.num_splits * accum_rows
-    } else {
-        0
-    };
+    let (h, dv) = (dims.num_heads, dims.head_size_v);
+    let accum_numel = plan.accum_numel();
     let inputs_bytes: u128 = tensors
         .values()
         .map(|t| (t.data.len() * storage_dtype(t.dtype).size_bytes()) as u128)
@@ -299,184 +333,217 @@ pub fn run(
             cap: options.memory_cap,
         });
     }
-
     let tensor = |name: &str| tensors.get(name).map(Buffer::of);
-    let q = tensor("q").expect("plan checked q");
-    let mut k_cache = tensor("k_cache").expect("plan checked k_cache");
-    let mut v_cache = tensor("v_cache").expect("plan checked v_cache");
-    let (k_new, v_new, qv) = (tensor("k"), tensor("v"), tensor("qv"));
-    let (cos, sin) = (tensor("rotary_cos"), tensor("rotary_sin"));
     let f32_tensor = |name: &str| {
         tensors
             .get(name)
             .map(|t| Buffer::encode(Dtype::Float32, t.data.iter().copied()))
     };
-    let (q_descale, k_descale, v_descale) = (
-        f32_tensor("q_descale"),
-        f32_tensor("k_descale"),
-        f32_tensor("v_descale"),
-    );
-    let sinks = f32_tensor("sinks");
-    let out_numel = dims.total_q * h * dv;
-    let mut out = Buffer::filled(plan.out_dtype, out_numel, f64::NAN);
-    let mut lse = Buffer::filled(Dtype::Float32, dims.total_q * h, f64::NAN);
-    let mut o_accum = Buffer::filled(Dtype::Float32, accum_numel * dv, f64::NAN);
-    let mut lse_accum = Buffer::filled(Dtype::Float32, accum_numel, f64::NAN);
     let index = |name: &str| int32s(tensors, name);
-    let cu_seqlens_q = index("cu_seqlens_q");
-    let cu_seqlens_k_new = if dims.varlen_new {
-        index("cu_seqlens_k_new")
-    } else {
-        None
-    };
-    let (batch_idx, leftpad, page_table) = (
-        index("cache_batch_idx"),
-        index("cache_leftpad"),
-        index("page_table"),
-    );
-    let rotary_seqlens = index("rotary_seqlens");
-    let metadata = plan.metadata.as_ref();
-    let cache_rows = if dims.paged {
-        dims.page_size
-    } else {
-        dims.seqlen_k
-    };
-    let new_rows = (!dims.varlen_new).then_some(dims.seqlen_new);
-    let opt_view = |buf: &Option<Buffer>, stride: [usize; 4]| {
-        buf.as_ref().map_or_else(absent_tensor, |b| b.view(stride))
-    };
-    let lse_strides = match rows_per_batch {
-        Some(rows) => [h * rows, rows, 1, 0],
-        None => [0, dims.total_q, 1, 0],
-    };
-    let accum_strides = [
-        if dims.varlen_q {
-            0
+    Ok(Prepared {
+        mp: options.mp,
+        isa: options.isa.unwrap_or_else(Isa::detect),
+        q: tensor("q").expect("plan checked q"),
+        k_cache: tensor("k_cache").expect("plan checked k_cache"),
+        v_cache: tensor("v_cache").expect("plan checked v_cache"),
+        k_new: tensor("k"),
+        v_new: tensor("v"),
+        qv: tensor("qv"),
+        rotary_cos: tensor("rotary_cos"),
+        rotary_sin: tensor("rotary_sin"),
+        q_descale: f32_tensor("q_descale"),
+        k_descale: f32_tensor("k_descale"),
+        v_descale: f32_tensor("v_descale"),
+        sinks: f32_tensor("sinks"),
+        out: Buffer::filled(plan.out_dtype, dims.total_q * h * dv, f64::NAN),
+        lse: Buffer::filled(Dtype::Float32, dims.total_q * h, f64::NAN),
+        o_accum: Buffer::filled(Dtype::Float32, accum_numel * dv, f64::NAN),
+        lse_accum: Buffer::filled(Dtype::Float32, accum_numel, f64::NAN),
+        cu_seqlens_q: index("cu_seqlens_q"),
+        cu_seqlens_k_new: if dims.varlen_new {
+            index("cu_seqlens_k_new")
         } else {
-            h * plan.num_splits * accum_rows
+            None
         },
-        plan.num_splits * accum_rows,
-        accum_rows,
-        1,
-    ];
-    let mask = plan.mask;
-    let params = ffi::fa3_fwd_params {
-        q: q.view(row_strides(h, d, rows_per_batch)),
-        k_cache: k_cache.view_mut(strides4([dims.cache_batch, cache_rows, hk, d])),
-        v_cache: v_cache.view_mut(strides4([dims.cache_batch, cache_rows, hk, dv])),
-        k_new: opt_view(&k_new, row_strides(hk, d, new_rows)),
-        v_new: opt_view(&v_new, row_strides(hk, dv, new_rows)),
-        qv: opt_view(&qv, row_strides(h, dv, rows_per_batch)),
-        out: out.view_mut(row_strides(h, dv, rows_per_batch)),
-        lse: lse.view_mut(lse_strides),
-        o_accum: o_accum.view_mut(accum_strides.map(|s| s * dv)),
-        lse_accum: lse_accum.view_mut(accum_strides),
-        rotary_cos: opt_view(&cos, [plan.rotary_dim / 2, 1, 0, 0]),
-        rotary_sin: opt_view(&sin, [plan.rotary_dim / 2, 1, 0, 0]),
-        q_descale: opt_view(&q_descale, [hk, 1, 0, 0]),
-        k_descale: opt_view(&k_descale, [hk, 1, 0, 0]),
-        v_descale: opt_view(&v_descale, [hk, 1, 0, 0]),
-        sinks: opt_view(&sinks, [1, 0, 0, 0]),
-        cu_seqlens_q: index_view(cu_seqlens_q.as_ref()),
-        cache_seqlens: index_view(plan.cache_seqlens.as_ref()),
-        cu_seqlens_k_new: index_view(cu_seqlens_k_new.as_ref()),
-        cache_batch_idx: index_view(batch_idx.as_ref()),
-        cache_leftpad: index_view(leftpad.as_ref()),
-        page_table: index_view(page_table.as_ref()),
-        rotary_seqlens: index_view(rotary_seqlens.as_ref()),
-        page_table_stride: dims.pages_per_seq as i64,
-        page_size: dims.page_size as i64,
-        batch: b as i64,
-        seqlen_q: dims.seqlen_q as i64,
-        seqlen_k: dims.seqlen_k as i64,
-        seqlen_k_new: dims.seqlen_new as i64,
-        num_heads: h as i64,
-        num_heads_k: hk as i64,
-        head_dim: d as i64,
-        head_dim_v: dv as i64,
-        rotary_dim: plan.rotary_dim as i64,
-        rotary_interleaved: plan.rotary_interleaved as i32,
-        is_causal: mask.is_causal as i32,
-        is_local: mask.is_local as i32,
-        window_left: mask.window_left,
-        window_right: mask.window_right,
-        attention_chunk: mask.attention_chunk,
-        softmax_scale: plan.softmax_scale as f32,
-        softcap: plan.softcap as f32,
-        pack_gqa: plan.config.pack_gqa as i32,
-        tile_m: plan.config.tile_m as i64,
-        tile_n: plan.config.tile_n as i64,
-        num_splits: plan.num_splits as i64,
-        num_splits_dynamic: index_view(metadata.map(|m| &m.num_splits_dynamic)),
-        batch_table: index_view(metadata.map(|m| &m.batch_table)),
-        num_m_blocks: index_view(metadata.map(|m| &m.num_m_blocks)),
-        isa: options.isa.unwrap_or_else(Isa::detect).code(),
-    };
-    let shared = SharedParams(&params);
+        cache_batch_idx: index("cache_batch_idx"),
+        cache_leftpad: index("cache_leftpad"),
+        page_table: index("page_table"),
+        rotary_seqlens: index("rotary_seqlens"),
+        plan,
+    })
+}
 
-    // 1. Append-KV, batch by batch in order (duplicate cache_batch_idx entries: the last wins).
-    if dims.new_kv {
-        for batch in 0..b {
-            // SAFETY: plan() checked every size and index the C code derives from params.
-            unsafe { ffi::fa3_append_kv(shared.0, batch as i64) };
+impl Prepared {
+    /// The C view of the call: input views read-only, outputs and caches through `&mut self`.
+    fn params(&mut self) -> ffi::fa3_fwd_params {
+        let plan = &self.plan;
+        let dims = &plan.dims;
+        let (b, h, hk, d, dv) = (
+            dims.batch_size,
+            dims.num_heads,
+            dims.num_heads_k,
+            dims.head_size,
+            dims.head_size_v,
+        );
+        let rows_per_batch = (!dims.varlen_q).then_some(dims.seqlen_q);
+        let new_rows = (!dims.varlen_new).then_some(dims.seqlen_new);
+        let cache_rows = plan.cache_rows();
+        let opt_view = |buf: &Option<Buffer>, stride: [usize; 4]| {
+            buf.as_ref().map_or_else(absent_tensor, |b| b.view(stride))
+        };
+        let lse_strides = match rows_per_batch {
+            Some(rows) => [h * rows, rows, 1, 0],
+            None => [0, dims.total_q, 1, 0],
+        };
+        let (splits, accum_rows) = (plan.accum_splits(), plan.accum_rows());
+        let accum_strides = [
+            if dims.varlen_q {
+                0
+            } else {
+                h * splits * accum_rows
+            },
+            splits * accum_rows,
+            accum_rows,
+            1,
+        ];
+        let rotary_strides = [plan.rotary_dim / 2, 1, 0, 0];
+        let metadata = plan.metadata.as_ref();
+        let mask = plan.mask;
+        ffi::fa3_fwd_params {
+            q: self.q.view(row_strides(h, d, rows_per_batch)),
+            k_cache: self
+                .k_cache
+                .view_mut(strides4([dims.cache_batch, cache_rows, hk, d])),
+            v_cache: self
+                .v_cache
+                .view_mut(strides4([dims.cache_batch, cache_rows, hk, dv])),
+            k_new: opt_view(&self.k_new, row_strides(hk, d, new_rows)),
+            v_new: opt_view(&self.v_new, row_strides(hk, dv, new_rows)),
+            qv: opt_view(&self.qv, row_strides(h, dv, rows_per_batch)),
+            out: self.out.view_mut(row_strides(h, dv, rows_per_batch)),
+            lse: self.lse.view_mut(lse_strides),
+            o_accum: self.o_accum.view_mut(accum_strides.map(|s| s * dv)),
+            lse_accum: self.lse_accum.view_mut(accum_strides),
+            rotary_cos: opt_view(&self.rotary_cos, rotary_strides),
+            rotary_sin: opt_view(&self.rotary_sin, rotary_strides),
+            q_descale: opt_view(&self.q_descale, [hk, 1, 0, 0]),
+            k_descale: opt_view(&self.k_descale, [hk, 1, 0, 0]),
+            v_descale: opt_view(&self.v_descale, [hk, 1, 0, 0]),
+            sinks: opt_view(&self.sinks, [1, 0, 0, 0]),
+            cu_seqlens_q: index_view(self.cu_seqlens_q.as_ref()),
+            cache_seqlens: index_view(plan.cache_seqlens.as_ref()),
+            cu_seqlens_k_new: index_view(self.cu_seqlens_k_new.as_ref()),
+            cache_batch_idx: index_view(self.cache_batch_idx.as_ref()),
+            cache_leftpad: index_view(self.cache_leftpad.as_ref()),
+            page_table: index_view(self.page_table.as_ref()),
+            rotary_seqlens: index_view(self.rotary_seqlens.as_ref()),
+            page_table_stride: dims.pages_per_seq as i64,
+            page_size: dims.page_size as i64,
+            batch: b as i64,
+            seqlen_q: dims.seqlen_q as i64,
+            seqlen_k: dims.seqlen_k as i64,
+            seqlen_k_new: dims.seqlen_new as i64,
+            num_heads: h as i64,
+            num_heads_k: hk as i64,
+            head_dim: d as i64,
+            head_dim_v: dv as i64,
+            rotary_dim: plan.rotary_dim as i64,
+            rotary_interleaved: plan.rotary_interleaved as i32,
+            is_causal: mask.is_causal as i32,
+            is_local: mask.is_local as i32,
+            window_left: mask.window_left,
+            window_right: mask.window_right,
+            attention_chunk: mask.attention_chunk,
+            softmax_scale: plan.softmax_scale as f32,
+            softcap: plan.softcap as f32,
+            pack_gqa: plan.config.pack_gqa as i32,
+            tile_m: plan.config.tile_m as i64,
+            tile_n: plan.config.tile_n as i64,
+            num_splits: plan.num_splits as i64,
+            num_splits_dynamic: index_view(metadata.map(|m| &m.num_splits_dynamic)),
+            batch_table: index_view(metadata.map(|m| &m.batch_table)),
+            num_m_blocks: index_view(metadata.map(|m| &m.num_m_blocks)),
+            isa: self.isa.code(),
         }
     }
-    // 3. Forward tiles (the metadata, step 2, is in the plan), in the scheduler's order.
-    let tiles = schedule(&plan, options.mp);
-    // SAFETY: as above; the C code only reads params.
-    let workspace_len = unsafe { ffi::fa3_fwd_workspace_floats(shared.0) } as usize;
-    // One workspace per chunk of tiles (rayon would re-run a per-item init at every split).
-    let chunk_len = tiles
-        .len()
-        .div_ceil(8 * rayon::current_num_threads())
-        .max(1);
-    tiles.par_chunks(chunk_len).for_each(|chunk| {
-        let shared = &shared;
-        let mut workspace = vec![0f32; workspace_len];
-        for tile in chunk {
-            // SAFETY: tiles write disjoint rows of out/lse/o_accum/lse_accum (batch_table is a
-            // permutation, each tile owns its m-block rows of one head group and split slot).
-            unsafe { ffi::fa3_fwd_tile(shared.0, tile, workspace.as_mut_ptr()) }
+
+    /// Runs the four steps: append-KV, (metadata, already in the plan), forward tiles in the
+    /// scheduler's order on all cores, combine.
+    pub fn execute(&mut self) {
+        let params = self.params();
+        let shared = SharedParams(&params);
+        let plan = &self.plan;
+        let (b, h) = (plan.dims.batch_size, plan.dims.num_heads);
+        // 1. Append-KV, batch by batch in order (duplicate cache_batch_idx entries: the last wins).
+        if plan.dims.new_kv {
+            for batch in 0..b {
+                // SAFETY: plan() checked every size and index the C code derives from params.
+                unsafe { ffi::fa3_append_kv(shared.0, batch as i64) };
+            }
         }
-    });
-    // 4. Combine.
-    if let Some(m) = metadata {
-        (0..b * h).into_par_iter().for_each(|i| {
+        // 3. Forward tiles.
+        let tiles = schedule(plan, self.mp);
+        // SAFETY: as above; the C code only reads params.
+        let workspace_len = unsafe { ffi::fa3_fwd_workspace_floats(shared.0) } as usize;
+        // One workspace per chunk of tiles (rayon would re-run a per-item init at every split).
+        let chunk_len = tiles
+            .len()
+            .div_ceil(8 * rayon::current_num_threads())
+            .max(1);
+        tiles.par_chunks(chunk_len).for_each(|chunk| {
             let shared = &shared;
-            let (position, head) = (i / h, i % h);
-            if m.num_splits_dynamic[position] > 1 {
-                // SAFETY: each (position, head) owns its rows of out/lse.
-                unsafe { ffi::fa3_combine(shared.0, position as i64, head as i64) }
+            let mut workspace = vec![0f32; workspace_len];
+            for tile in chunk {
+                // SAFETY: tiles write disjoint rows of out/lse/o_accum/lse_accum (batch_table is
+                // a permutation, each tile owns its m-block rows of one head group and split).
+                unsafe { ffi::fa3_fwd_tile(shared.0, tile, workspace.as_mut_ptr()) }
             }
         });
+        // 4. Combine.
+        if let Some(m) = &plan.metadata {
+            (0..b * h).into_par_iter().for_each(|i| {
+                let shared = &shared;
+                let (position, head) = (i / h, i % h);
+                if m.num_splits_dynamic[position] > 1 {
+                    // SAFETY: each (position, head) owns its rows of out/lse.
+                    unsafe { ffi::fa3_combine(shared.0, position as i64, head as i64) }
+                }
+            });
+        }
     }
 
-    let out_shape = if dims.varlen_q {
-        vec![dims.total_q, h, dv]
-    } else {
-        vec![b, dims.seqlen_q, h, dv]
-    };
-    let lse_shape = if dims.varlen_q {
-        vec![h, dims.total_q]
-    } else {
-        vec![b, h, dims.seqlen_q]
-    };
-    let cache_shape = |dim| [dims.cache_batch, cache_rows, hk, dim];
-    Ok(KernelOutput {
-        out: out.decode(&out_shape),
-        lse: lse.decode(&lse_shape),
-        k_cache: k_cache.decode(&cache_shape(d)),
-        v_cache: v_cache.decode(&cache_shape(dv)),
-        metadata: plan.metadata.clone(),
-        num_splits: plan.num_splits,
-    })
+    /// The outputs and caches, in f64.
+    pub fn output(&self) -> KernelOutput {
+        let dims = &self.plan.dims;
+        let (b, h, hk) = (dims.batch_size, dims.num_heads, dims.num_heads_k);
+        let (out_shape, lse_shape) = if dims.varlen_q {
+            (
+                vec![dims.total_q, h, dims.head_size_v],
+                vec![h, dims.total_q],
+            )
+        } else {
+            (
+                vec![b, dims.seqlen_q, h, dims.head_size_v],
+                vec![b, h, dims.seqlen_q],
+            )
+        };
+        let cache_shape = |dim| [dims.cache_batch, self.plan.cache_rows(), hk, dim];
+        KernelOutput {
+            out: self.out.decode(&out_shape),
+            lse: self.lse.decode(&lse_shape),
+            k_cache: self.k_cache.decode(&cache_shape(dims.head_size)),
+            v_cache: self.v_cache.decode(&cache_shape(dims.head_size_v)),
+            metadata: self.plan.metadata.clone(),
+            num_splits: self.plan.num_splits,
+        }
+    }
 }
 
 /// The params shared by the worker threads: the C calls read them and write disjoint regions
 /// of the buffers they point to.
 struct SharedParams<'a>(&'a ffi::fa3_fwd_params);
 
-// SAFETY: see `run`: concurrent calls write disjoint memory and only read the rest.
+// SAFETY: see `Prepared::execute`: concurrent calls write disjoint memory and only read the rest.
 unsafe impl Sync for SharedParams<'_> {}
 
 /// The forward's work tiles in the order the device's scheduler visits them (§6.9): with

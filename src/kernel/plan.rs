@@ -7,6 +7,7 @@ use crate::call::{Dims, Dtype, KvCacheCall, PyValue};
 use crate::mate::{
     self, KernelConfig, MetadataArgs, ResolvedMask, SchedulerMetadata, SplitHeuristicArgs,
 };
+use crate::reference::Stack;
 use crate::tensor::{HostTensor, Tensors};
 
 /// Largest head dim the host kernel takes (its per-row scratch lives on the stack).
@@ -28,6 +29,47 @@ pub(super) struct Plan {
     /// S_F: split slots of the partial outputs (1 without metadata).
     pub num_splits: usize,
     pub out_dtype: Dtype,
+}
+
+impl Plan {
+    /// Rows per cache row or page (`page_size` when paged, else the capacity).
+    pub fn cache_rows(&self) -> usize {
+        if self.dims.paged {
+            self.dims.page_size
+        } else {
+            self.dims.seqlen_k
+        }
+    }
+
+    /// Split slots of the partial outputs: S_F when split tiles exist (metadata and S_F > 1),
+    /// else none.
+    pub fn accum_splits(&self) -> usize {
+        if self.metadata.is_some() && self.num_splits > 1 {
+            self.num_splits
+        } else {
+            0
+        }
+    }
+
+    /// Rows per (batch, head, split) of the partial outputs: all of `total_q` in a single batch
+    /// slot when varlen (batch stride 0), else `seqlen_q`.
+    pub fn accum_rows(&self) -> usize {
+        if self.dims.varlen_q {
+            self.dims.total_q
+        } else {
+            self.dims.seqlen_q
+        }
+    }
+
+    /// Elements of the partial LSE (times `head_dim_v` for the partial O).
+    pub fn accum_numel(&self) -> usize {
+        let batches = if self.dims.varlen_q {
+            1
+        } else {
+            self.dims.batch_size
+        };
+        batches * self.dims.num_heads * self.accum_splits() * self.accum_rows()
+    }
 }
 
 fn fail<T>(message: impl Into<String>) -> Result<T, KernelError> {
@@ -84,6 +126,27 @@ fn check_cu_seqlens(cu: &[i64], batch: usize, rows: usize, name: &str) -> Result
     )
 }
 
+/// The configuration for a head-dim pair mate has no kernel for: §6.4's pack-GQA rule and
+/// candidate tile_m, mate's tile_n.
+fn generic_config(
+    d: usize,
+    dv: usize,
+    seqlen_q: usize,
+    group: usize,
+    pack_gqa: Option<bool>,
+) -> KernelConfig {
+    let pack = mate::enable_pack_gqa(pack_gqa, seqlen_q, group);
+    KernelConfig {
+        head_dim_rounded: mate::round_head_dim(d),
+        head_dim_v_rounded: mate::round_head_dim(dv),
+        pack_gqa: pack,
+        tile_m: mate::candidate_tile_m(if pack { seqlen_q * group } else { seqlen_q }),
+        tile_n: mate::TILE_N,
+        stages_k: 1,
+        stages_v: 1,
+    }
+}
+
 pub(super) fn plan(
     call: &KvCacheCall,
     tensors: &Tensors,
@@ -93,6 +156,7 @@ pub(super) fn plan(
         "the multiprocessor count must be positive".into()
     })?;
     let args = call.bind_canonical().map_err(KernelError::Rejected)?;
+    let mate_only = options.stack == Stack::Musa;
     let dims = Dims::of(&args).map_err(|e| KernelError::Rejected(e.0))?;
     let (b, h, hk, d, dv) = (
         dims.batch_size,
@@ -197,8 +261,12 @@ pub(super) fn plan(
     let cache_seqlens: Option<Vec<i64>> = match args.get("cache_seqlens") {
         PyValue::None => None,
         PyValue::Tensor(_) => ints(tensors, "cache_seqlens"),
-        // mate: an int becomes a vector of k_cache.shape[0] copies (§2.3).
-        v => Some(vec![int_arg(v, "cache_seqlens", 0)?; dims.cache_batch]),
+        // mate: an int becomes k_cache.shape[0] copies (musa-fa3.md §2.3); FA3 and sgl-kernel:
+        // one per batch (cuda-fa3.md A.4).
+        v => {
+            let len = if mate_only { dims.cache_batch } else { b };
+            Some(vec![int_arg(v, "cache_seqlens", 0)?; len])
+        }
     };
     if let Some(lens) = &cache_seqlens {
         ensure(lens.len() == b, || {
@@ -290,8 +358,11 @@ pub(super) fn plan(
         PyValue::None => None,
         v => v.truthy(),
     };
-    let config = mate::kernel_config(d, dv, dims.seqlen_q, group, pack_gqa)
-        .map_err(|e| KernelError::Rejected(e.to_string()))?;
+    let config = match mate::kernel_config(d, dv, dims.seqlen_q, group, pack_gqa) {
+        Ok(config) => config,
+        Err(e) if mate_only => return fail(e.to_string()),
+        Err(_) => generic_config(d, dv, dims.seqlen_q, group, pack_gqa),
+    };
     let qv_dim = tensors.get("qv").map_or(0, |_| dv);
     let softmax_scale = match args.get("softmax_scale") {
         PyValue::None => ((d + qv_dim) as f64).powf(-0.5),
@@ -299,7 +370,9 @@ pub(super) fn plan(
             .as_number()
             .ok_or_else(|| KernelError::Rejected("softmax_scale must be a number".into()))?,
     };
-    let softcap = args.get("softcap").as_number().unwrap_or(0.0);
+    let softcap = Some(args.get("softcap").as_number().unwrap_or(0.0))
+        .filter(|&s| options.stack.softcap_enabled(s))
+        .unwrap_or(0.0);
 
     // Rotary: rows read are r_b + t for new keys and r_b (+ i) for queries.
     let rotary_dim = match tensors.get("rotary_cos") {
@@ -356,32 +429,34 @@ pub(super) fn plan(
                 }
                 None => None,
             },
-            MetadataSource::Computed => Some(
-                mate::scheduler_metadata(&MetadataArgs {
-                    batch: b,
-                    max_seqlen_q: dims.seqlen_q,
-                    max_seqlen_k: dims.seqlen_k,
-                    num_heads: h,
-                    num_heads_k: hk,
-                    head_dim: d,
-                    head_dim_v: dv,
-                    seqused_k: cache_seqlens.clone(),
-                    cu_seqlens_q: cu_q.clone(),
-                    cu_seqlens_k_new: cu_new.clone(),
-                    leftpad_k: leftpad.clone(),
-                    max_seqlen_k_new: dims.seqlen_new,
-                    is_causal: causal,
-                    window_left,
-                    window_right,
-                    attention_chunk: chunk,
-                    num_splits: int_arg(args.get("num_splits"), "num_splits", 0)?,
-                    pack_gqa,
-                    mp: options.mp,
-                    mp_margin: 0,
-                    ..MetadataArgs::default()
-                })
-                .map_err(|e| KernelError::Rejected(e.to_string()))?,
-            ),
+            MetadataSource::Computed => match mate::scheduler_metadata(&MetadataArgs {
+                batch: b,
+                max_seqlen_q: dims.seqlen_q,
+                max_seqlen_k: dims.seqlen_k,
+                num_heads: h,
+                num_heads_k: hk,
+                head_dim: d,
+                head_dim_v: dv,
+                seqused_k: cache_seqlens.clone(),
+                cu_seqlens_q: cu_q.clone(),
+                cu_seqlens_k_new: cu_new.clone(),
+                leftpad_k: leftpad.clone(),
+                max_seqlen_k_new: dims.seqlen_new,
+                is_causal: causal,
+                window_left,
+                window_right,
+                attention_chunk: chunk,
+                num_splits: int_arg(args.get("num_splits"), "num_splits", 0)?,
+                pack_gqa,
+                mp: options.mp,
+                mp_margin: 0,
+                ..MetadataArgs::default()
+            }) {
+                Ok(metadata) => Some(metadata),
+                // Head dims only the generic configuration runs: no metadata, as without it.
+                Err(_) if !mate_only => None,
+                Err(e) => return fail(e.to_string()),
+            },
         }
     };
     let num_splits = match &metadata {

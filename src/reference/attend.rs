@@ -2,15 +2,15 @@
 //! (all query heads of the KV head stacked, as pack-GQA does) in blocks, multiplying only over the
 //! key columns that some row of the block attends to.
 
-use super::Precision;
 use super::resolve::{NewTokens, Problem};
+use super::{Precision, RefError};
 use crate::call::Dtype;
 use crate::numeric::round_to;
 use ndarray::{Array1, Array2, s};
 
 /// Query rows per block: small enough that a causal block wastes little of the key range, large
 /// enough for efficient matrix products.
-const ROW_BLOCK: usize = 64;
+const ROW_BLOCK: usize = 128;
 
 /// Output rows `g · seqlen_q + i` for query head `hk · group + g`, row `i`.
 pub struct GroupResult {
@@ -24,16 +24,21 @@ fn gather_kv(
     new: &NewTokens,
     b: usize,
     hk: usize,
-) -> Result<(Array2<f64>, Array2<f64>), super::RefError> {
+) -> Result<(Array2<f64>, Array2<f64>), RefError> {
     let batch = &p.batches[b];
     let mut k = Array2::zeros((batch.seqlen_k(), p.head_dim));
     let mut v = Array2::zeros((batch.seqlen_k(), p.head_dim_v));
-    for j in 0..batch.old_keys {
+    // Copy runs of positions that are contiguous in the cache (a page, or the rest of a row).
+    let mut j = 0;
+    while j < batch.old_keys {
         let (row, offset) = p.slot(batch.kv_row, batch.leftpad + j)?;
-        k.row_mut(j)
-            .assign(&p.k_cache.slice(s![row, offset, hk, ..]));
-        v.row_mut(j)
-            .assign(&p.v_cache.slice(s![row, offset, hk, ..]));
+        let run = p.run_length(offset).min(batch.old_keys - j);
+        let span = offset..offset + run;
+        k.slice_mut(s![j..j + run, ..])
+            .assign(&p.k_cache.slice(s![row, span.clone(), hk, ..]));
+        v.slice_mut(s![j..j + run, ..])
+            .assign(&p.v_cache.slice(s![row, span, hk, ..]));
+        j += run;
     }
     let old = batch.old_keys;
     k.slice_mut(s![old.., ..])
@@ -59,10 +64,6 @@ fn stack_rows(p: &Problem, src: ndarray::ArrayView3<f64>, b: usize, hk: usize) -
     rows
 }
 
-fn round_all(a: &mut Array2<f64>, dtype: Dtype) {
-    a.mapv_inplace(|x| round_to(dtype, x));
-}
-
 /// The operands after the precision's staging: scores are `qs · ks^T (+ qvs · vs^T)` times
 /// `score_factor`, and the output is `P · vs` times `out_factor`.
 struct Operands {
@@ -74,12 +75,7 @@ struct Operands {
     out_factor: f64,
 }
 
-fn operands(
-    p: &Problem,
-    new: &NewTokens,
-    b: usize,
-    hk: usize,
-) -> Result<Operands, super::RefError> {
+fn operands(p: &Problem, new: &NewTokens, b: usize, hk: usize) -> Result<Operands, RefError> {
     let batch = &p.batches[b];
     let (mut k, mut v) = gather_kv(p, new, b, hk)?;
     let mut q = stack_rows(p, p.q, b, hk);
@@ -92,7 +88,7 @@ fn operands(
                 position,
             );
         }
-        round_all(&mut q, p.dtype);
+        q.mapv_inplace(|x| round_to(p.dtype, x));
     }
     let mut qv = p.qv.map(|qv| stack_rows(p, qv, b, hk));
     let (qd, kd, vd) = match &p.descale {
@@ -142,7 +138,7 @@ pub fn attend_group(
     new: &NewTokens,
     b: usize,
     hk: usize,
-) -> Result<GroupResult, super::RefError> {
+) -> Result<GroupResult, RefError> {
     let batch = &p.batches[b];
     let (sq, sk) = (batch.seqlen_q, batch.seqlen_k());
     let ops = operands(p, new, b, hk)?;
@@ -194,12 +190,11 @@ pub fn attend_group(
     if ops.out_factor != 1.0 {
         out.mapv_inplace(|x| x * ops.out_factor);
     }
-    debug_assert_eq!(rows, group * sq);
     Ok(GroupResult { out, lse })
 }
 
-/// Turns the raw scores of a row's attended keys into probabilities in place and returns the
-/// row's lse (`−inf` when it attends to nothing).
+/// Turns the raw scores of a row's attended keys (at least one) into probabilities in place and
+/// returns the row's lse.
 fn softmax_in_place(
     p: &Problem,
     mut row: ndarray::ArrayViewMut1<f64>,

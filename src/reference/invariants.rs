@@ -799,7 +799,7 @@ mod tests {
             let options = Options::small(stack);
             let mut rng = ChaCha8Rng::seed_from_u64(11 + stack as u64);
             let mut applied = [0usize; ALL.len()];
-            for _ in 0..60 {
+            for _ in 0..40 {
                 let call = random_call(&mut rng, &options);
                 for (i, invariant) in ALL.iter().enumerate() {
                     match invariant.check(&call, stack, &mut rng) {

@@ -14,11 +14,18 @@
 //!   denominator and so to the lse; `out = P·v` (fp8: times `v_descale`).
 //! * New keys are rotated (rotary) and rounded to the cache dtype before they are stored and
 //!   attended; rotated queries are rounded to the input dtype, as the devices stage them.
-//! * Rows without any attendable key: `out = 0`, `lse = −inf`; FA3 and sgl-kernel return
-//!   `lse = +inf` everywhere when the call has no keys at all (`total_k + total_knew == 0`).
+//! * Rows without any attendable key: `out = 0`, `lse = −inf` (also with a sink: the kernels
+//!   compute the lse from the row maximum, −inf; derived from source, not run). FA3 and
+//!   sgl-kernel return `lse = +inf` everywhere when the call has no keys at all
+//!   (`total_k + total_knew == 0`, cuda-fa3.md D.16). Rows of a packed `q` that no
+//!   `cu_seqlens_q` segment covers are left unwritten by the kernels; the reference gives them
+//!   `out = 0`, `lse = −inf`.
+//! * MUSA's MLA branch (`qv` width 512 with `q` width 64) ignores append, rotary, window, chunk,
+//!   softcap, sinks, leftpad and `cache_batch_idx`, and lays lse out as `(b, seqlen_q, h)`.
 //!
 //! Work is done per (batch, KV head) in blocks of query rows with matrix products over only the key
-//! columns some row of the block attends to, so memory stays O(seqlen_k · head_dim) per task.
+//! columns some row of the block attends to, so memory stays O(seqlen_k · (head_dim + block))
+//! per task, never the whole (b, h, sq, sk) score tensor.
 
 mod attend;
 pub mod invariants;

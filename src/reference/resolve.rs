@@ -60,7 +60,48 @@ pub struct Rotary<'a> {
     pub positions_advance: bool,
 }
 
-impl Rotary<'_> {
+impl<'a> Rotary<'a> {
+    /// The tables, checked to fit `head_size` and to have a row for every position `batches` use.
+    fn new(
+        cos: &'a HostTensor,
+        sin: &'a HostTensor,
+        interleaved: bool,
+        positions_advance: bool,
+        head_size: usize,
+        batches: &[BatchPlan],
+    ) -> Result<Rotary<'a>, RefError> {
+        let table = |t: &'a HostTensor, name: &str| {
+            t.data
+                .view()
+                .into_dimensionality::<Ix2>()
+                .map_err(|_| unevaluable(format!("{name} must be 2-D")))
+        };
+        let (cos, sin) = (table(cos, "rotary_cos")?, table(sin, "rotary_sin")?);
+        if sin.dim() != cos.dim() || 2 * cos.ncols() > head_size {
+            return Err(unevaluable(format!(
+                "rotary_cos {:?} / rotary_sin {:?} do not fit head_size {head_size}",
+                cos.dim(),
+                sin.dim()
+            )));
+        }
+        for (i, batch) in batches.iter().enumerate() {
+            let query_rows = if positions_advance { batch.seqlen_q } else { 1 };
+            let end = batch.rotary_start + query_rows.max(batch.new_keys);
+            if end > cos.nrows() {
+                return Err(unevaluable(format!(
+                    "batch {i} needs rotary rows up to {end}, rotary_cos has {}",
+                    cos.nrows()
+                )));
+            }
+        }
+        Ok(Rotary {
+            cos,
+            sin,
+            interleaved,
+            positions_advance,
+        })
+    }
+
     /// Rotates the first `rotary_dim` elements of `x` by the angles of row `position`
     /// (cuda-fa3.md D.14), in f64.
     pub fn rotate(&self, x: &mut [f64], position: usize) {
@@ -296,6 +337,86 @@ fn segments(
         .map(Some)
 }
 
+/// The per-batch index vectors of a call, each `None` when not given.
+struct Lengths {
+    seqused: Option<Vec<i64>>,
+    leftpad: Option<Vec<i64>>,
+    batch_idx: Option<Vec<i64>>,
+    q_segments: Option<Vec<(usize, usize)>>,
+    new_segments: Option<Vec<(usize, usize)>>,
+    rotary_seqlens: Option<Vec<i64>>,
+}
+
+impl Lengths {
+    /// Batch `i`'s lengths and places (cuda-fa3.md D.11), checked against the cache: every read
+    /// and append stays within the capacity and the KV row exists.
+    fn plan(
+        &self,
+        i: usize,
+        dims: &Dims,
+        kv_rows: usize,
+        new_kv: bool,
+    ) -> Result<BatchPlan, RefError> {
+        let (q_start, seqlen_q) = match &self.q_segments {
+            Some(segs) => segs[i],
+            None => (i * dims.seqlen_q, dims.seqlen_q),
+        };
+        if seqlen_q > dims.seqlen_q {
+            return Err(unevaluable(format!(
+                "batch {i} has {seqlen_q} queries, more than max_seqlen_q = {}",
+                dims.seqlen_q
+            )));
+        }
+        let lp = match &self.leftpad {
+            Some(v) => nonneg(v[i], "cache_leftpad")?,
+            None => 0,
+        };
+        let used = match &self.seqused {
+            Some(v) => nonneg(v[i], "cache_seqlens")?,
+            None => dims.seqlen_k,
+        };
+        let old_keys = used.checked_sub(lp).ok_or_else(|| {
+            unevaluable(format!(
+                "batch {i}: cache_leftpad {lp} exceeds cache_seqlens {used}"
+            ))
+        })?;
+        let (new_start, new_keys) = match (&self.new_segments, new_kv) {
+            (Some(segs), _) => segs[i],
+            (None, true) => (i * dims.seqlen_new, dims.seqlen_new),
+            (None, false) => (0, 0),
+        };
+        if used + new_keys > dims.seqlen_k {
+            return Err(unevaluable(format!(
+                "batch {i}: {used} cached + {new_keys} new keys exceed the capacity {}",
+                dims.seqlen_k
+            )));
+        }
+        let kv_row = match &self.batch_idx {
+            Some(v) => nonneg(v[i], "cache_batch_idx")?,
+            None => i,
+        };
+        if kv_row >= kv_rows {
+            return Err(unevaluable(format!(
+                "batch {i} uses KV row {kv_row}, there are {kv_rows}"
+            )));
+        }
+        let rotary_start = match &self.rotary_seqlens {
+            Some(v) => nonneg(v[i], "rotary_seqlens")?,
+            None => used,
+        };
+        Ok(BatchPlan {
+            q_start,
+            seqlen_q,
+            leftpad: lp,
+            old_keys,
+            new_start,
+            new_keys,
+            kv_row,
+            rotary_start,
+        })
+    }
+}
+
 impl<'a> Problem<'a> {
     pub fn resolve(
         call: &KvCacheCall,
@@ -428,65 +549,17 @@ impl<'a> Problem<'a> {
             None
         };
 
-        let mut batches = Vec::with_capacity(b);
-        for i in 0..b {
-            let (q_start, seqlen_q) = match &q_segments {
-                Some(segs) => segs[i],
-                None => (i * dims.seqlen_q, dims.seqlen_q),
-            };
-            if seqlen_q > dims.seqlen_q {
-                return Err(unevaluable(format!(
-                    "batch {i} has {seqlen_q} queries, more than max_seqlen_q = {}",
-                    dims.seqlen_q
-                )));
-            }
-            let lp = match &leftpad {
-                Some(v) => nonneg(v[i], "cache_leftpad")?,
-                None => 0,
-            };
-            let used = match &seqused {
-                Some(v) => nonneg(v[i], "cache_seqlens")?,
-                None => capacity,
-            };
-            let old_keys = used.checked_sub(lp).ok_or_else(|| {
-                unevaluable(format!(
-                    "batch {i}: cache_leftpad {lp} exceeds cache_seqlens {used}"
-                ))
-            })?;
-            let (new_start, new_keys) = match (&new_segments, new_kv) {
-                (Some(segs), _) => segs[i],
-                (None, true) => (i * dims.seqlen_new, dims.seqlen_new),
-                (None, false) => (0, 0),
-            };
-            if used + new_keys > capacity {
-                return Err(unevaluable(format!(
-                    "batch {i}: {used} cached + {new_keys} new keys exceed the capacity {capacity}"
-                )));
-            }
-            let kv_row = match &batch_idx {
-                Some(v) => nonneg(v[i], "cache_batch_idx")?,
-                None => i,
-            };
-            if kv_row >= kv_rows {
-                return Err(unevaluable(format!(
-                    "batch {i} uses KV row {kv_row}, there are {kv_rows}"
-                )));
-            }
-            let rotary_start = match &rotary_seqlens {
-                Some(v) => nonneg(v[i], "rotary_seqlens")?,
-                None => used,
-            };
-            batches.push(BatchPlan {
-                q_start,
-                seqlen_q,
-                leftpad: lp,
-                old_keys,
-                new_start,
-                new_keys,
-                kv_row,
-                rotary_start,
-            });
-        }
+        let lengths = Lengths {
+            seqused,
+            leftpad,
+            batch_idx,
+            q_segments,
+            new_segments,
+            rotary_seqlens,
+        };
+        let batches = (0..b)
+            .map(|i| lengths.plan(i, &dims, kv_rows, new_kv))
+            .collect::<Result<Vec<_>, _>>()?;
 
         let request = if mla {
             MaskRequest {
@@ -526,46 +599,14 @@ impl<'a> Problem<'a> {
         );
 
         let rotary = match rotary_cos {
-            Some((cos, sin)) => {
-                let cos = cos
-                    .data
-                    .view()
-                    .into_dimensionality::<Ix2>()
-                    .map_err(|_| unevaluable("rotary_cos must be 2-D"))?;
-                let sin = sin
-                    .data
-                    .view()
-                    .into_dimensionality::<Ix2>()
-                    .map_err(|_| unevaluable("rotary_sin must be 2-D"))?;
-                if sin.dim() != cos.dim() || 2 * cos.ncols() > d {
-                    return Err(unevaluable(format!(
-                        "rotary_cos {:?} / rotary_sin {:?} do not fit head_size {d}",
-                        cos.dim(),
-                        sin.dim()
-                    )));
-                }
-                let rotary = Rotary {
-                    cos,
-                    sin,
-                    interleaved: args.get("rotary_interleaved").truthy().unwrap_or(true),
-                    positions_advance: resolved.rotary_positions_advance,
-                };
-                for (i, batch) in batches.iter().enumerate() {
-                    let q_span = if rotary.positions_advance {
-                        batch.seqlen_q
-                    } else {
-                        1
-                    };
-                    let last = batch.rotary_start + q_span.max(batch.new_keys);
-                    if last > cos.nrows() {
-                        return Err(unevaluable(format!(
-                            "batch {i} needs rotary rows up to {last}, rotary_cos has {}",
-                            cos.nrows()
-                        )));
-                    }
-                }
-                Some(rotary)
-            }
+            Some((cos, sin)) => Some(Rotary::new(
+                cos,
+                sin,
+                args.get("rotary_interleaved").truthy().unwrap_or(true),
+                resolved.rotary_positions_advance,
+                d,
+                &batches,
+            )?),
             None => None,
         };
 
@@ -679,6 +720,14 @@ impl<'a> Problem<'a> {
                     ))),
                 }
             }
+        }
+    }
+
+    /// Positions from cache offset `offset` on that lie in the same page (or cache row).
+    pub fn run_length(&self, offset: usize) -> usize {
+        match &self.store {
+            KeyStore::Contiguous => self.k_cache.dim().1 - offset,
+            KeyStore::Paged { page_size, .. } => page_size - offset,
         }
     }
 

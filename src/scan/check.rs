@@ -523,3 +523,74 @@ fn append_without_cache_seqlens(bound: &Bound, out: &mut Vec<Finding>) {
         help: "pass `cache_seqlens` (int32, shape (batch,)) whenever `k`/`v` are given".into(),
     });
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::scan::python::{ModuleName, PythonParser};
+
+    /// The codes `check_call` gives the single call in `call`, read as a call of `stack`.
+    fn codes(stack: Stack, call: &str) -> Vec<&'static str> {
+        let source = format!("import m\n{call}\n");
+        let module = ModuleName {
+            name: "t".into(),
+            is_package: false,
+        };
+        let file = PythonParser::new().parse(&source, &module).unwrap();
+        check_call(&file.calls[0], stack, &source)
+            .iter()
+            .map(|f| f.rule.code())
+            .collect()
+    }
+
+    #[test]
+    fn splits_over_the_limit_without_metadata_are_only_ignored() {
+        assert_eq!(
+            codes(Stack::Fa3, "m.f(q, k, v, cache_seqlens=s, num_splits=200)"),
+            ["FA3M015"]
+        );
+        assert_eq!(
+            codes(
+                Stack::Fa3,
+                "m.f(q, k, v, cache_seqlens=s, scheduler_metadata=md, num_splits=200)"
+            ),
+            ["FA3M014"]
+        );
+    }
+
+    #[test]
+    fn defaults_passed_explicitly_are_not_reported_under_mla() {
+        assert_eq!(
+            codes(
+                Stack::Fa3,
+                "m.f(q, k, v, qv=x, cache_seqlens=s, window_size=(-1, -1), softcap=0, \
+                 attention_chunk=None, sm_margin=False, num_splits=0)"
+            ),
+            ["FA3M007"]
+        );
+        assert_eq!(
+            codes(
+                Stack::Fa3,
+                "m.f(q, k, v, qv=x, cache_seqlens=s, window_size=[-1, -1])"
+            ),
+            ["FA3M007", "FA3M008"]
+        );
+    }
+
+    #[test]
+    fn append_is_checked_for_v_alone_and_skipped_when_unpacking() {
+        assert_eq!(codes(Stack::Fa3, "m.f(q, k, v, v=new_v)"), ["FA3M017"]);
+        assert_eq!(
+            codes(Stack::Fa3, "m.f(q, k, v, v=new_v, **extra)"),
+            ["FA3M018"]
+        );
+    }
+
+    #[test]
+    fn type_errors_stop_the_other_rules() {
+        assert_eq!(
+            codes(Stack::SglKernel, "m.f(q, k, v, out=o, ver=4, softcap=-1.0)"),
+            ["FA3M003"]
+        );
+    }
+}

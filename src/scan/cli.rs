@@ -114,3 +114,49 @@ pub fn run_scan(args: &ScanArgs, out: &mut dyn Write) -> Result<ScanExit, ScanCo
         ScanExit::Clean
     })
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use clap::Parser;
+
+    #[derive(Parser)]
+    struct Cli {
+        #[command(flatten)]
+        scan: ScanArgs,
+    }
+
+    fn parse(args: &[&str]) -> Result<ScanArgs, String> {
+        Cli::try_parse_from(std::iter::once("scan").chain(args.iter().copied()))
+            .map(|cli| cli.scan)
+            .map_err(|e| e.to_string())
+    }
+
+    #[test]
+    fn codes_lists_and_formats_parse() {
+        let args = parse(&[
+            "src",
+            "--select",
+            "FA3M001,fa3m004",
+            "--ignore=FA3M010",
+            "--format",
+            "sarif",
+            "--exit-zero",
+        ])
+        .unwrap();
+        assert_eq!(args.paths, [PathBuf::from("src")]);
+        assert_eq!(args.select, [Rule::VerNotThree, Rule::PositionalRebinds]);
+        assert_eq!(args.ignore, [Rule::InjectedMetadata]);
+        assert_eq!(args.format, ScanFormat::Sarif);
+        assert!(args.exit_zero);
+    }
+
+    #[test]
+    fn paths_are_required_unless_explaining() {
+        assert!(parse(&[]).is_err());
+        let args = parse(&["--explain", "FA3M017"]).unwrap();
+        assert_eq!(args.explain, Some(Rule::AppendWithoutCacheSeqlens));
+        let err = parse(&["x", "--select", "FA3M999"]).unwrap_err();
+        assert!(err.contains("unknown scan code `FA3M999`"), "{err}");
+    }
+}

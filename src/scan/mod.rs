@@ -21,7 +21,7 @@ pub mod upstream;
 
 pub use cli::{ScanArgs, ScanExit, run_scan};
 pub use diagnostic::{Diagnostic, Location};
-pub use python::{ArgKind, Argument};
+pub use python::ArgKind;
 pub use rules::{Rule, Severity};
 pub use stacks::Stack;
 

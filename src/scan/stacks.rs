@@ -83,14 +83,12 @@ impl Stack {
         }
     }
 
-    /// The positional order the author most likely assumed: the stack's own, except for mate's entry
-    /// point, which porters call with FA3's order (musa-fa3.md hazard 13).
+    /// The positional order the author most likely assumed, and how reports name it: the stack's
+    /// own, except for mate's entry point, which porters call with FA3's order (musa-fa3.md hazard 13).
     pub fn expected_order(self) -> (&'static str, &'static Signature) {
         match self {
-            Stack::SglKernel => ("sgl-kernel 0.3.21", &SGL_KERNEL_0_3_21),
-            Stack::Fa3 | Stack::Mate => ("FA3", &FA3),
-            Stack::MateFa3Wrapper => ("mate's FA3 wrapper", &MATE_FA3_WRAPPER),
-            Stack::SglangMusa => ("the SGLang MUSA wrapper", &SGLANG_MUSA),
+            Stack::Mate => ("FA3", &FA3),
+            other => (other.name(), other.written_for()),
         }
     }
 

@@ -29,6 +29,18 @@ pub enum Exception {
 }
 
 impl Exception {
+    pub const ALL: [Exception; 9] = [
+        Exception::ValueError,
+        Exception::AssertionError,
+        Exception::RuntimeError,
+        Exception::TypeError,
+        Exception::AttributeError,
+        Exception::IndexError,
+        Exception::NotImplementedError,
+        Exception::ZeroDivisionError,
+        Exception::OverflowError,
+    ];
+
     pub fn name(self) -> &'static str {
         match self {
             Exception::ValueError => "ValueError",
@@ -161,7 +173,8 @@ pub struct Resolved {
     pub attention_chunk: i64,
     pub softcap: f64,
     pub softmax_scale: f64,
-    /// Resolved split count (1 when the stack forces it).
+    /// Resolved split count: 1 when the stack forces it; 0 when it is chosen at run time per batch
+    /// (MUSA with metadata and `num_splits <= 0`: metadata kernel and host heuristic).
     pub num_splits: i64,
     pub pack_gqa: bool,
     pub tile_m: usize,

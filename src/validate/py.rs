@@ -65,9 +65,9 @@ pub fn item<'a>(
         .ok_or_else(|| Fail::with(index_site, [v.type_name().to_string()]))
 }
 
-/// `torch.Size == tuple`: same rank and sizes.
-pub fn shape_is(t: &TensorArg, expected: &[usize]) -> bool {
-    t.shape == expected
+/// A size as a Python int (saturating where an `i64` cannot hold it).
+pub fn int(size: usize) -> i64 {
+    i64::try_from(size).unwrap_or(i64::MAX)
 }
 
 #[cfg(test)]

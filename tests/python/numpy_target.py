@@ -9,9 +9,11 @@ or ``(h, total_q)`` with ``cu_seqlens_q``, rows without any key give ``out = 0``
 Supported: contiguous and paged KV caches, strided inputs, MQA/GQA, causal, sliding windows and
 ``attention_chunk``, varlen ``q`` (``cu_seqlens_q``/``max_seqlen_q``), ``cache_seqlens`` (tensor or
 int), ``cache_leftpad``, ``cache_batch_idx``, ``softmax_scale``, ``softcap``, appending ``k``/``v``
-(fixed-length or ``cu_seqlens_k_new``), ``return_softmax_lse``; fp16 and bf16. Scheduling arguments
-(``scheduler_metadata``, ``num_splits``, ``pack_gqa``, ``sm_margin``) do not change the result and
-are ignored. Anything else (``qv``, rotary, fp8 descales, ``sinks``) raises ``NotImplementedError``.
+(fixed-length or ``cu_seqlens_k_new``), rotary embedding of appended keys and of queries
+(interleaved or not, ``rotary_seqlens``), learnable ``sinks``, ``return_softmax_lse``; fp16 and
+bf16. Scheduling arguments (``scheduler_metadata``, ``num_splits``, ``pack_gqa``, ``sm_margin``) do
+not change the result and are ignored. Anything else (``qv``, fp8 descales) raises
+``NotImplementedError``.
 
 Tensors arrive as the runner's NumPy ``TypedArray``s: exact float32 values with the torch dtype
 name in ``torch_dtype``.
@@ -63,6 +65,28 @@ def _slot(position, row, page_table, page_size):
     return int(page_table[row, position // page_size]), position % page_size
 
 
+def _round(values, torch_dtype):
+    """``values`` stored as ``torch_dtype`` (round to nearest even), back as float64."""
+    if torch_dtype == "float16":
+        return np.asarray(values).astype(np.float16).astype(np.float64)
+    bits = np.asarray(values, np.float32).view(np.uint32).astype(np.uint64)
+    rounded = ((bits + 0x7FFF + ((bits >> 16) & 1)) >> 16 << 16).astype(np.uint32)
+    return rounded.view(np.float32).astype(np.float64)
+
+
+def _rotate(x, cos, sin, rows, interleaved):
+    """Rotary embedding of ``x`` (n, heads, d): row ``i`` rotated by ``cos/sin[rows[i]]``."""
+    half = cos.shape[1]
+    first = np.arange(0, 2 * half, 2) if interleaved else np.arange(half)
+    second = first + 1 if interleaved else first + half
+    c, s = cos[rows][:, None, :], sin[rows][:, None, :]
+    x0, x1 = x[..., first], x[..., second]
+    rotated = np.array(x, np.float64)
+    rotated[..., first] = x0 * c - x1 * s
+    rotated[..., second] = x0 * s + x1 * c
+    return rotated
+
+
 def _tagged(values, like, torch_dtype):
     array = np.asarray(values, dtype=np.float32).view(type(like))
     array.torch_dtype = torch_dtype
@@ -78,8 +102,8 @@ def flash_attn_with_kvcache(q, k_cache, v_cache, k=None, v=None, qv=None, rotary
                             rotary_interleaved=True, scheduler_metadata=None, num_splits=0,
                             pack_gqa=None, sm_margin=0, return_softmax_lse=False, sinks=None,
                             score_mod=None, aux_tensors=None, ver=3):
-    unsupported = {"qv": qv, "rotary_cos": rotary_cos, "q_descale": q_descale,
-                   "k_descale": k_descale, "v_descale": v_descale, "sinks": sinks}
+    unsupported = {"qv": qv, "q_descale": q_descale, "k_descale": k_descale,
+                   "v_descale": v_descale}
     used = [name for name, value in unsupported.items() if value is not None]
     if used or q.torch_dtype not in ("float16", "bfloat16"):
         raise NotImplementedError(f"numpy target does not model {used or q.torch_dtype}")
@@ -102,6 +126,11 @@ def flash_attn_with_kvcache(q, k_cache, v_cache, k=None, v=None, qv=None, rotary
     is_causal, is_local, left, right = _resolve_window(
         seqlen_q, seqlen_k, causal, window_size[0], window_size[1], attention_chunk)
 
+    rotary = None
+    if rotary_cos is not None:
+        rotary = (np.asarray(rotary_cos, np.float64), np.asarray(rotary_sin, np.float64))
+        starts = _ints(rotary_seqlens) if rotary_seqlens is not None else seqused
+
     new_lens = np.zeros(batch, np.int64)
     if k is not None:
         cu_new = None if cu_seqlens_k_new is None else _ints(cu_seqlens_k_new)
@@ -109,6 +138,9 @@ def flash_attn_with_kvcache(q, k_cache, v_cache, k=None, v=None, qv=None, rotary
             new_k = k[cu_new[b]:cu_new[b + 1]] if cu_new is not None else k[b]
             new_v = v[cu_new[b]:cu_new[b + 1]] if cu_new is not None else v[b]
             new_lens[b] = new_k.shape[0]
+            if rotary is not None:
+                positions = int(starts[b]) + np.arange(new_k.shape[0])
+                new_k = _round(_rotate(new_k, *rotary, positions, rotary_interleaved), k.torch_dtype)
             for t in range(new_k.shape[0]):
                 row, index = _slot(int(seqused[b]) + t, kv_rows[b], pages, page_size)
                 k_cache[row, index] = new_k[t]
@@ -119,6 +151,10 @@ def flash_attn_with_kvcache(q, k_cache, v_cache, k=None, v=None, qv=None, rotary
     for b in range(batch):
         rows = slice(cu_q[b], cu_q[b + 1]) if varlen else slice(None)
         q_b = np.asarray(q[rows] if varlen else q[b], np.float64)  # (sq, h, d)
+        if rotary is not None:  # queries advance only when the resolved mask is causal or local
+            step = 1 if is_causal or is_local else 0
+            positions = int(starts[b]) + step * np.arange(q_b.shape[0])
+            q_b = _round(_rotate(q_b, *rotary, positions, rotary_interleaved), q.torch_dtype)
         old = (seqlen_k if seqused is None else int(seqused[b])) - int(leftpad[b])
         keys = old + int(new_lens[b])
         slots = [_slot(int(leftpad[b]) + j, kv_rows[b], pages, page_size) for j in range(keys)]
@@ -131,13 +167,17 @@ def flash_attn_with_kvcache(q, k_cache, v_cache, k=None, v=None, qv=None, rotary
         mask = _allowed(q_b.shape[0], keys, keys - q_b.shape[0], is_causal, is_local, left, right,
                         attention_chunk)
         scores = np.where(mask[None], scores, -np.inf)
+        # A learnable sink adds exp(sink) of its head to every row's denominator (unscaled).
+        sink = None if sinks is None else np.asarray(sinks, np.float64)[:, None, None]
         peak = scores.max(axis=-1, keepdims=True, initial=-np.inf)
-        safe_peak = np.where(np.isfinite(peak), peak, 0.0)
-        weights = np.exp(scores - safe_peak)
-        total = weights.sum(axis=-1, keepdims=True)
+        if sink is not None:
+            peak = np.maximum(peak, sink)
+        shift = np.where(np.isfinite(peak), peak, 0.0)
+        weights = np.exp(scores - shift)
+        total = weights.sum(axis=-1, keepdims=True) + (0.0 if sink is None else np.exp(sink - shift))
         with np.errstate(divide="ignore", invalid="ignore"):
             probs = np.where(total > 0, weights / total, 0.0)
-            row_lse = np.where(total[..., 0] > 0, np.log(total[..., 0]) + safe_peak[..., 0], -np.inf)
+            row_lse = np.where(total[..., 0] > 0, np.log(total[..., 0]) + shift[..., 0], -np.inf)
         o_b = np.einsum("hqk,khd->qhd", probs, v_b)
         if varlen:
             out[rows] = o_b

@@ -68,6 +68,24 @@ class AttentionTest(unittest.TestCase):
         # A window of (0, 0) leaves each row exactly its aligned key: rows see keys 2, 1, 2.
         self.assertEqual(out[:, :, 0].tolist(), [[3.0, 3.0], [2.0, 2.0], [3.0, 3.0]])
 
+    def test_a_sink_joins_the_denominator(self):
+        # q = 0: one key of weight e^0 and a sink of e^0, so out = v / 2 and lse = log 2.
+        q, k_cache, v_cache = tensor([[[[0.0]]]]), tensor([[[[1.0]]]]), tensor([[[[2.0]]]])
+        out, lse, *_ = flash_attn_with_kvcache(q, k_cache, v_cache, sinks=tensor([0.0]),
+                                               return_softmax_lse=True)
+        self.assertEqual(out[0, 0, 0, 0], 1.0)
+        self.assertAlmostEqual(float(lse[0, 0, 0]), math.log(2), places=6)
+
+    def test_appended_keys_are_rotated_before_they_are_stored(self):
+        # cos 0, sin 1 turns (x0, x1) into (-x1, x0): the new key (1, 2) is stored as (-2, 1).
+        q = tensor([[[[0.0, 0.0]]]])
+        k_cache, v_cache = tensor([[[[0.0, 0.0]]]]), tensor([[[[0.0, 0.0]]]])
+        flash_attn_with_kvcache(q, k_cache, v_cache, k=tensor([[[[1.0, 2.0]]]]),
+                                v=tensor([[[[3.0, 4.0]]]]), rotary_cos=tensor([[0.0]]),
+                                rotary_sin=tensor([[1.0]]), cache_seqlens=tensor([0], "int32"))
+        self.assertEqual(k_cache[0, 0, 0].tolist(), [-2.0, 1.0])
+        self.assertEqual(v_cache[0, 0, 0].tolist(), [3.0, 4.0])
+
     def test_wrapper_stand_in_raises_the_wrapper_errors(self):
         q, cache = tensor([[[[1.0]]]]), tensor([[[[2.0]]]])
         with self.assertRaises(ValueError) as raised:

@@ -7,10 +7,12 @@ use super::cuda_state::{
     python_stride_last,
 };
 use super::mha_fwd::expanded_seqlens;
+use crate::call::signature;
 use crate::call::{Device, PyValue};
 use crate::validate::engine::{Check, Fail, HazardLog, Layer, reject, sites_of};
 use crate::validate::{Exception, Rejection};
 use std::borrow::Cow;
+use std::sync::OnceLock;
 
 /// The sites of a profile: CPython's binding errors, then every layer list's sites in order.
 pub fn profile_sites(layer_lists: &[&[&Layer<CudaState>]]) -> Vec<&'static str> {
@@ -142,11 +144,14 @@ pub fn index_window(s: &mut CudaState) -> Result<(), Fail> {
     Ok(())
 }
 
-/// The value the operator receives for a schema parameter.
-fn op_value<'a>(s: &'a CudaState, source: OpSource) -> Cow<'a, PyValue> {
-    match source {
+/// The value the operator receives for its `index`-th parameter.
+fn op_value(s: &CudaState, index: usize) -> Cow<'_, PyValue> {
+    match s.op.params[index].source {
         OpSource::Tensor(arg) => Cow::Borrowed(s.value(arg)),
-        OpSource::Python(name) => Cow::Borrowed(s.py(name)),
+        OpSource::Python(_) => Cow::Borrowed(
+            s.op_python(index)
+                .expect("every Python source names a parameter of the schema's signature"),
+        ),
         OpSource::AlwaysNone => Cow::Owned(PyValue::None),
         OpSource::SoftmaxScale => match s.py("softmax_scale") {
             PyValue::None => Cow::Owned(PyValue::Float(s.softmax_scale)),
@@ -160,8 +165,8 @@ fn op_value<'a>(s: &'a CudaState, source: OpSource) -> Cow<'a, PyValue> {
 
 /// torch's argument parser: each argument against its schema type, in schema order.
 fn argument_types(s: &mut CudaState) -> Result<(), Fail> {
-    for param in s.op.params {
-        let value = op_value(s, param.source);
+    for (index, param) in s.op.params.iter().enumerate() {
+        let value = op_value(s, index);
         if !param.ty.accepts(&value) {
             return Err(Fail::with(
                 "torch.op-arg-type",
@@ -181,8 +186,12 @@ fn argument_types(s: &mut CudaState) -> Result<(), Fail> {
 /// `musa` tensor is a PrivateUse1 tensor to torch, which outranks CUDA). Both operators register
 /// a CUDA kernel only (cuda-fa3.md A.5; sglang@b5493f65b sgl-kernel/csrc/flash_extension.cc).
 fn dispatch(s: &mut CudaState) -> Result<(), Fail> {
-    let devices = s.op.params.iter().filter_map(|p| {
-        op_value(s, p.source)
+    let tensor_params = s.op.params.iter().enumerate();
+    let devices = tensor_params.filter_map(|(index, param)| {
+        if !matches!(param.source, OpSource::Tensor(_)) {
+            return None;
+        }
+        op_value(s, index)
             .as_tensor()
             .map(|t| t.device_or(Device::Cuda))
     });
@@ -229,6 +238,8 @@ use OpSource::{AlwaysNone, Python, Tensor as Tn};
 /// (`flash_attn_interface.py:L59-95`; schema inferred from the annotations).
 pub static FA3_CUSTOM_OP: OpSchema = OpSchema {
     name: "flash_attn_3::_flash_attn_forward",
+    signature: &signature::FA3,
+    slots: OnceLock::new(),
     params: &[
         p("q", T::Tensor, Tn(Arg::Q)),
         p("k", T::Tensor, Tn(Arg::K)),
@@ -278,6 +289,8 @@ pub static FA3_CUSTOM_OP: OpSchema = OpSchema {
 /// `sgl_kernel::fwd` (sglang@b5493f65b sgl-kernel/csrc/flash_extension.cc), called positionally.
 pub static SGL_FWD_OP: OpSchema = OpSchema {
     name: "sgl_kernel::fwd",
+    signature: &signature::SGL_KERNEL_0_3_21,
+    slots: OnceLock::new(),
     params: &[
         p("q", T::Tensor, Tn(Arg::Q)),
         p("k", T::Tensor, Tn(Arg::K)),

@@ -4,9 +4,10 @@
 //! One state type serves the Python layers of `fa3`/`fa3-stable`/`sgl-kernel`, the operator-call
 //! layer and the shared C++ layer ([`super::mha_fwd`]), so that a profile is just a list of layers.
 
-use crate::call::{BoundArgs, Device, PyValue, TensorArg};
+use crate::call::{BoundArgs, Device, PyValue, Signature, TensorArg};
 use crate::validate::engine::{Fail, HazardLog};
 use crate::validate::{Hazard, Resolved};
+use std::sync::OnceLock;
 
 /// Which C++ front end raised a `TORCH_CHECK`: the message text differs, the checks do not
 /// (cuda-fa3.md §0.2).
@@ -101,6 +102,29 @@ impl Arg {
     fn bit(self) -> u32 {
         1 << (self as u32)
     }
+
+    const ALL: [Arg; 20] = [
+        Arg::Q,
+        Arg::K,
+        Arg::V,
+        Arg::KNew,
+        Arg::VNew,
+        Arg::QV,
+        Arg::CuSeqlensQ,
+        Arg::CuSeqlensKNew,
+        Arg::SequsedK,
+        Arg::PageTable,
+        Arg::KvBatchIdx,
+        Arg::LeftpadK,
+        Arg::RotaryCos,
+        Arg::RotarySin,
+        Arg::SeqlensRotary,
+        Arg::QDescale,
+        Arg::KDescale,
+        Arg::VDescale,
+        Arg::SchedulerMetadata,
+        Arg::Sinks,
+    ];
 }
 
 /// Sizes `mha_fwd` derives (`flash_api.cpp:L758-775`), as C++ `int`s (held in `i64`).
@@ -156,6 +180,8 @@ pub enum SequsedK {
     Expanded(PyValue),
 }
 
+static NOT_A_PARAMETER: PyValue = PyValue::None;
+
 /// The state of one call as it travels through a CUDA profile's layers.
 pub struct CudaState {
     pub bound: BoundArgs,
@@ -210,11 +236,18 @@ impl CudaState {
         self.bound.get(name)
     }
 
+    /// The value of the operator's `index`-th parameter when its source is a Python parameter.
+    pub fn op_python(&self, index: usize) -> Option<&PyValue> {
+        self.op.slots().params[index].map(|i| self.bound.params[i].value())
+    }
+
     /// The value the operator receives for `arg`.
     pub fn value(&self, arg: Arg) -> &PyValue {
         match (&self.seqused_k, arg) {
             (SequsedK::Expanded(v), Arg::SequsedK) => v,
-            _ => self.bound.get(arg.python()),
+            // Upstream's signature has no `sinks`: it is never passed there.
+            _ => self.op.slots().args[arg as usize]
+                .map_or(&NOT_A_PARAMETER, |i| self.bound.params[i].value()),
         }
     }
 
@@ -252,13 +285,14 @@ impl CudaState {
         if self.made_contiguous & arg.bit() != 0 {
             return Ok(1);
         }
-        t.stride_of(-1)
-            .ok_or_else(|| Fail::with(sites::DIM_NO_DIMS, ["-1".to_string()]))
+        last_stride(t)
     }
 
     /// `x.is_contiguous()` as the operator sees it.
     pub fn is_contiguous(&self, arg: Arg) -> bool {
-        self.made_contiguous & arg.bit() != 0 || self.required_or_err(arg).is_contiguous()
+        let t = self.required_or_err(arg);
+        // No explicit strides means torch's default (contiguous) layout.
+        self.made_contiguous & arg.bit() != 0 || t.stride.is_none() || t.is_contiguous()
     }
 
     pub fn device(&self, arg: Arg) -> Device {
@@ -293,9 +327,16 @@ pub fn aten_size(t: &TensorArg, dim: isize) -> Result<i64, Fail> {
 
 /// Python's `x.stride(-1)` on an arbitrary argument value.
 pub fn python_stride_last(value: &PyValue) -> Result<usize, Fail> {
-    let t = python_tensor(value, "stride")?;
-    t.stride_of(-1)
-        .ok_or_else(|| Fail::with(sites::DIM_NO_DIMS, ["-1".to_string()]))
+    last_stride(python_tensor(value, "stride")?)
+}
+
+/// `t.stride(-1)`, without materialising default strides.
+fn last_stride(t: &TensorArg) -> Result<usize, Fail> {
+    match (&t.stride, t.ndim()) {
+        (_, 0) => Err(Fail::with(sites::DIM_NO_DIMS, ["-1".to_string()])),
+        (None, _) => Ok(1),
+        (Some(strides), n) => Ok(strides.get(n - 1).copied().unwrap_or(1)),
+    }
 }
 
 /// Python's `x.shape[index]` on an arbitrary argument value.
@@ -440,7 +481,44 @@ pub enum OpSource {
 /// An operator as the dispatcher sees it: qualified name and parameters in schema order.
 pub struct OpSchema {
     pub name: &'static str,
+    /// The Python signature whose bound arguments feed the operator.
+    pub signature: &'static Signature,
     pub params: &'static [SchemaParam],
+    /// Parameter positions in `signature`, computed on first use.
+    pub slots: OnceLock<Slots>,
+}
+
+/// Where [`OpSchema::signature`] holds each value the CUDA layers read, so that no check looks a
+/// parameter up by name.
+pub struct Slots {
+    /// Per [`Arg`]; `None` where the signature lacks the parameter (upstream has no `sinks`).
+    args: [Option<usize>; Arg::ALL.len()],
+    /// Per schema parameter with an [`OpSource::Python`] source.
+    params: Vec<Option<usize>>,
+}
+
+impl OpSchema {
+    pub fn slots(&self) -> &Slots {
+        self.slots.get_or_init(|| {
+            let position = |wanted: &str| {
+                self.signature
+                    .params
+                    .iter()
+                    .position(|(name, _)| *name == wanted)
+            };
+            Slots {
+                args: Arg::ALL.map(|arg| position(arg.python())),
+                params: self
+                    .params
+                    .iter()
+                    .map(|p| match p.source {
+                        OpSource::Python(name) => position(name),
+                        _ => None,
+                    })
+                    .collect(),
+            }
+        })
+    }
 }
 
 /// Error-site ids of generic Python / ATen / dispatcher errors, shared by every CUDA profile.

@@ -129,7 +129,7 @@ impl Profile for Fa3 {
     }
 
     fn validate(&self, call: &KvCacheCall) -> Verdict {
-        let bound = match signature::bind(&signature::FA3, call) {
+        let bound = match signature::bind(FA3_CUSTOM_OP.signature, call) {
             Ok(bound) => bound,
             Err(message) => {
                 return Verdict {

@@ -692,7 +692,7 @@ fn resolve(s: &mut CudaState) {
         has_softcap,
     );
     let requested = op_int(s.py("num_splits"));
-    let num_sm = NUM_SM - op_int(s.py("sm_margin"));
+    let num_sm = as_c_int(NUM_SM - op_int(s.py("sm_margin")));
     let num_splits = if requested <= 0 {
         let seqlen_k_loaded = if is_local {
             0.max(z.seqlen_k.min(window_right + window_left + 1 + tile_m))
@@ -790,8 +790,8 @@ pub fn tile_size_fwd_sm90(
                     192
                 },
             ),
-            ..=96 => (192, if local || paged_non_tma { 128 } else { 144 }),
-            ..=128 => (
+            65..=96 => (192, if local || paged_non_tma { 128 } else { 144 }),
+            97..=128 => (
                 128,
                 if causal || local || paged_non_tma {
                     128
@@ -799,7 +799,7 @@ pub fn tile_size_fwd_sm90(
                     176
                 },
             ),
-            ..=192 => (
+            129..=192 => (
                 128,
                 if paged_non_tma || local {
                     96
@@ -814,8 +814,8 @@ pub fn tile_size_fwd_sm90(
     } else {
         match d {
             ..=64 => (192, 160),
-            ..=96 => (192, 128),
-            ..=128 => (
+            65..=96 => (192, 128),
+            97..=128 => (
                 128,
                 if paged_non_tma {
                     160
@@ -825,7 +825,7 @@ pub fn tile_size_fwd_sm90(
                     224
                 },
             ),
-            ..=192 => (
+            129..=192 => (
                 128,
                 if (paged_non_tma || softcap) && local {
                     128

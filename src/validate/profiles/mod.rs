@@ -1,17 +1,17 @@
 //! The profiles, one file per stack; layers shared by two profiles live in their own file.
 
-mod musa;
-mod musa_config;
-mod musa_mate;
-mod musa_sglang;
-
-pub use musa::{MUSA, MusaProfile};
-pub use musa_sglang::should_update;
 mod cuda_op;
 pub mod cuda_state;
 pub mod fa3;
 pub mod mha_fwd;
+mod musa;
+mod musa_config;
+mod musa_mate;
+mod musa_sglang;
 pub mod sgl_kernel;
+
+pub use musa::{MUSA, MusaProfile};
+pub use musa_sglang::should_update;
 
 use super::Profile;
 

@@ -9,12 +9,15 @@
 //! this profile.
 
 use super::musa_config::{KernelConfig, Mask};
+use super::musa_sglang::WindowBound;
 use super::{musa_mate, musa_sglang};
 use crate::call::{
     BoundArgs, Device, Dtype, KvCacheCall, PyValue, SglangBackend, TensorArg, signature,
 };
 use crate::validate::engine::{Fail, HazardLog, Layer, reject, run_layers, sites_of};
-use crate::validate::{Hazard, LseLayout, Outcome, Profile, Rejection, Resolved, Verdict};
+use crate::validate::{
+    Exception, Hazard, LseLayout, Outcome, Profile, Rejection, Resolved, Verdict,
+};
 
 /// What the wrapper's metadata injection decided (musa-fa3.md §4).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -42,8 +45,8 @@ pub struct MusaState {
     pub(super) mla: bool,
     /// `window_size[0]`, `window_size[1]` after mate's `None` default (`None` elements stay `None`).
     pub(super) window: (Option<i64>, Option<i64>),
-    /// The type of a window bound `_resolve_mask` cannot compare (it raises there, after F-35).
-    pub(super) window_type_error: Option<String>,
+    /// `window_size[0]`, `window_size[1]` as Python values: `_resolve_mask` raises on them after F-35.
+    pub(super) window_bounds: (WindowBound, WindowBound),
     pub(super) attention_chunk: i64,
     pub(super) dims: FwdDims,
     /// `scheduler_metadata is not None` after the sink policy.
@@ -76,14 +79,56 @@ impl HazardLog for MusaState {
     }
 }
 
+/// The position of a wrapper parameter in [`signature::SGLANG_MUSA`]: a `match` instead of a search
+/// of the parameter list, because checks read arguments on the hot path.
+fn param_index(name: &str) -> usize {
+    match name {
+        "q" => 0,
+        "k_cache" => 1,
+        "v_cache" => 2,
+        "k" => 3,
+        "v" => 4,
+        "qv" => 5,
+        "rotary_cos" => 6,
+        "rotary_sin" => 7,
+        "cache_seqlens" => 8,
+        "cache_batch_idx" => 9,
+        "cache_leftpad" => 10,
+        "page_table" => 11,
+        "cu_seqlens_q" => 12,
+        "cu_seqlens_k_new" => 13,
+        "max_seqlen_q" => 14,
+        "rotary_seqlens" => 15,
+        "q_descale" => 16,
+        "k_descale" => 17,
+        "v_descale" => 18,
+        "softmax_scale" => 19,
+        "causal" => 20,
+        "window_size" => 21,
+        "attention_chunk" => 22,
+        "softcap" => 23,
+        "rotary_interleaved" => 24,
+        "scheduler_metadata" => 25,
+        "num_splits" => 26,
+        "pack_gqa" => 27,
+        "sm_margin" => 28,
+        "return_softmax_lse" => 29,
+        "sinks" => 30,
+        "score_mod" => 31,
+        "aux_tensors" => 32,
+        "ver" => 33,
+        other => panic!("the SGLang MUSA wrapper has no parameter {other}"),
+    }
+}
+
 impl MusaState {
     /// The effective value of a wrapper parameter (SGLang's names).
     pub(super) fn arg(&self, name: &str) -> &PyValue {
-        self.args.get(name)
+        self.args.params[param_index(name)].value()
     }
 
     pub(super) fn tensor(&self, name: &str) -> Option<&TensorArg> {
-        self.args.tensor(name)
+        self.arg(name).as_tensor()
     }
 
     pub(super) fn given(&self, name: &str) -> bool {
@@ -174,9 +219,13 @@ impl Profile for MusaProfile {
         let args = match signature::bind(&signature::SGLANG_MUSA, call) {
             Ok(args) => args,
             Err(message) => {
+                let detail = message
+                    .strip_prefix("flash_attn_with_kvcache() ")
+                    .unwrap_or(&message)
+                    .to_string();
                 return Verdict {
                     profile: self.name(),
-                    outcome: Outcome::Rejected(reject(Fail::with(BIND_SITE, [message]))),
+                    outcome: Outcome::Rejected(reject(Fail::with(BIND_SITE, [detail]))),
                     hazards: Vec::new(),
                 };
             }
@@ -184,13 +233,19 @@ impl Profile for MusaProfile {
         let mut state = MusaState {
             seqused_k: args.get("cache_seqlens").clone(),
             args,
-            backend: call.context.sglang_backend.clone(),
+            // Only a backend that has recorded a layer can inject; others are not copied.
+            backend: call
+                .context
+                .sglang_backend
+                .as_ref()
+                .filter(|b| b.layer.is_some())
+                .cloned(),
             hazards: Vec::new(),
             injection: Injection::Off,
             softmax_scale: f64::NAN,
             mla: false,
             window: (Some(-1), Some(-1)),
-            window_type_error: None,
+            window_bounds: (WindowBound::Int(-1), WindowBound::Int(-1)),
             attention_chunk: 0,
             dims: FwdDims::default(),
             has_metadata: false,
@@ -200,7 +255,12 @@ impl Profile for MusaProfile {
         };
         let outcome = match Self::run(&mut state) {
             Ok(()) => Outcome::Accepted(Box::new(resolved(&state))),
-            Err(rejection) => Outcome::Rejected(rejection),
+            Err(rejection) => {
+                if rejection.exception == Exception::AssertionError {
+                    state.hazard("H-MUSA-ASSERTION-ERROR", &[]);
+                }
+                Outcome::Rejected(rejection)
+            }
         };
         Verdict {
             profile: self.name(),
@@ -262,5 +322,17 @@ fn resolved(s: &MusaState) -> Resolved {
             LseLayout::BatchHeadSeq
         },
         mla_decode: false,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn parameter_positions_match_the_signature() {
+        for (i, (name, _)) in signature::SGLANG_MUSA.params.iter().enumerate() {
+            assert_eq!(param_index(name), i, "{name}");
+        }
     }
 }

@@ -96,22 +96,22 @@ pub fn resolve_mask(
     wr: Option<i64>,
     attention_chunk: i64,
 ) -> Mask {
-    let mut wl = wl.filter(|&w| w < seqlen_k - 1).unwrap_or(-1);
-    let mut wr = wr.filter(|&w| w < seqlen_q - 1).unwrap_or(-1);
+    let mut wl = wl.filter(|&w| w < seqlen_k.saturating_sub(1)).unwrap_or(-1);
+    let mut wr = wr.filter(|&w| w < seqlen_q.saturating_sub(1)).unwrap_or(-1);
     if causal {
         wr = 0;
     }
     let is_causal = wl < 0 && wr == 0 && attention_chunk == 0;
     let is_local = (wl >= 0 || wr >= 0 || attention_chunk >= 1) && !is_causal;
     if wl < 0 {
-        wl = seqlen_k - 1;
+        wl = seqlen_k.saturating_sub(1);
     }
     if wr < 0 {
-        wr = seqlen_q - 1;
+        wr = seqlen_q.saturating_sub(1);
     }
     if attention_chunk > 0 {
-        wl = wl.min(attention_chunk - 1);
-        wr = wr.min(attention_chunk - 1);
+        wl = wl.min(attention_chunk.saturating_sub(1));
+        wr = wr.min(attention_chunk.saturating_sub(1));
     }
     Mask {
         is_causal,
@@ -161,7 +161,7 @@ mod tests {
             (m.is_causal, m.is_local, m.window_left, m.window_right),
             (true, false, 99, 0)
         );
-        // seqlen_q 1 turns wr = 0 into -1 and then seqlen_q - 1 = 0: no mask.
+        // seqlen_q 1 turns wr = 0 into -1 and then seqlen_q.saturating_sub(1) = 0: no mask.
         let m = resolve_mask(1, 100, false, Some(-1), Some(0), 0);
         assert_eq!((m.is_causal, m.is_local), (false, false));
         let m = resolve_mask(8, 100, true, Some(16), None, 0);

@@ -5,7 +5,7 @@
 
 use super::musa::{FwdDims, Injection, MusaState, fail_if, int32_vector, is_musa};
 use super::musa_config;
-use super::musa_sglang::{WindowBound, window_pair};
+use super::musa_sglang::{WindowBound, mask_operands, window_pair};
 use crate::call::{Dtype, PyValue, TensorArg};
 use crate::validate::engine::{Check, Fail, HazardLog, Layer};
 use crate::validate::{LseLayout, Resolved, py};
@@ -71,11 +71,12 @@ pub static MLA_BRANCH: Layer<MusaState> = Layer {
         },
         Check {
             name: "tvm-ffi argument conversion",
-            sites: &["musa.MLA-2.seqlens_k", "musa.MLA-2.block_table"],
-            run: |s| {
-                fail_if(s.seqused_k.as_tensor().is_none(), "musa.MLA-2.seqlens_k")?;
-                fail_if(s.tensor("page_table").is_none(), "musa.MLA-2.block_table")
-            },
+            sites: &[
+                "musa.MLA-2.seqlens_k",
+                "musa.MLA-2.block_table",
+                "musa.MLA-2.is_inited",
+            ],
+            run: mla_arguments,
         },
         Check {
             name: "max_seqlen_q.value()",
@@ -88,12 +89,297 @@ pub static MLA_BRANCH: Layer<MusaState> = Layer {
             },
         },
         Check {
+            name: "workspace",
+            sites: &["musa.MLA-4"],
+            run: |s| {
+                let none = !s.given("scheduler_metadata") && s.injection == Injection::Off;
+                fail_if(none, "musa.MLA-4")
+            },
+        },
+        Check {
+            name: "get_mla_decoding_metadata_impl",
+            sites: &[
+                "musa.MLA-5.device",
+                "musa.MLA-5.contiguous",
+                "musa.MLA-5.dtype",
+            ],
+            run: mla_metadata,
+        },
+        Check {
+            name: "MLA kernel inputs",
+            sites: &[
+                "musa.MLA-6.device",
+                "musa.MLA-6.dtype",
+                "musa.MLA-6.same-dtype",
+                "musa.MLA-6.contiguous",
+                "musa.MLA-6.int32",
+                "musa.MLA-6.block-table-stride",
+                "musa.MLA-6.rank",
+                "musa.MLA-6.shape",
+                "musa.MLA-6.page-size",
+                "musa.MLA-7.dim",
+                "musa.MLA-7.same-dtype",
+                "musa.MLA-7.dtype",
+                "musa.MLA-7.headdim-v",
+                "musa.MLA-7.heads",
+            ],
+            run: mla_kernel,
+        },
+        Check {
             name: "ignored arguments",
             sites: &[],
             run: mla_ignored,
         },
     ],
 };
+
+/// Whether the MLA metadata kernel runs (`is_inited` False) — `None` until conversion has passed.
+fn mla_is_inited(s: &MusaState) -> Option<bool> {
+    match s.injection {
+        Injection::Mla { is_inited } => Some(is_inited),
+        // A non-MLA backend injected a metadata tensor: `[1]` is a 0-dim tensor.
+        Injection::Recompute { .. } | Injection::Reuse => None,
+        Injection::Off => match s.arg("scheduler_metadata") {
+            PyValue::None => Some(false),
+            PyValue::Tuple(items) | PyValue::List(items) => match items.get(1) {
+                Some(PyValue::Bool(b)) => Some(*b),
+                _ => None,
+            },
+            _ => None,
+        },
+    }
+}
+
+/// tvm-ffi converts every argument before the body runs: non-optional tensors, then `bool is_inited`.
+fn mla_arguments(s: &mut MusaState) -> Result<(), Fail> {
+    fail_if(s.seqused_k.as_tensor().is_none(), "musa.MLA-2.seqlens_k")?;
+    fail_if(s.tensor("page_table").is_none(), "musa.MLA-2.block_table")?;
+    fail_if(mla_is_inited(s).is_none(), "musa.MLA-2.is_inited")
+}
+
+fn mla_metadata(s: &mut MusaState) -> Result<(), Fail> {
+    if mla_is_inited(s) != Some(false) {
+        return Ok(());
+    }
+    let seqlens = s.seqused_k.as_tensor().expect("converted");
+    fail_if(!is_musa(seqlens), "musa.MLA-5.device")?;
+    fail_if(!seqlens.is_contiguous(), "musa.MLA-5.contiguous")?;
+    if seqlens.dtype != Dtype::Int32 {
+        return Err(Fail::with(
+            "musa.MLA-5.dtype",
+            [seqlens.dtype.torch_name().to_string()],
+        ));
+    }
+    Ok(())
+}
+
+/// `mla_with_kvcache` (heads != 128) or `flash_mla_asm` (128 heads), as far as a call can reach:
+/// device, dtypes, int32 index tensors, block-table stride, page size.
+fn mla_kernel(s: &mut MusaState) -> Result<(), Fail> {
+    let qv = s.tensor("qv").expect("routed");
+    let asm = qv.size(-2) == Some(128);
+    let [latent, rope] = if asm {
+        ["q_nope", "q_pe"]
+    } else {
+        ["q_latent", "q_rope"]
+    };
+    let seqlens = s.seqused_k.as_tensor().expect("converted");
+    let page_table = s.tensor("page_table").expect("converted");
+    let (q, ckv, kpe) = (
+        s.tensor("q").expect("routed"),
+        s.tensor("v_cache").expect("K-2"),
+        s.tensor("k_cache").expect("K-1"),
+    );
+    let inputs = [
+        (latent, qv),
+        (rope, q),
+        ("ckv", ckv),
+        ("kpe", kpe),
+        ("seqlens_k", seqlens),
+        ("block_table", page_table),
+    ];
+    if let Some((name, _)) = inputs.iter().find(|(_, t)| !is_musa(t)) {
+        return Err(Fail::with(
+            "musa.MLA-6.device",
+            [name.to_string(), name.to_string()],
+        ));
+    }
+    let fp16_or_bf16 = matches!(qv.dtype, Dtype::Float16 | Dtype::Bfloat16);
+    let same_dtype = [q, ckv, kpe].iter().all(|t| t.dtype == qv.dtype);
+    let contiguous = |name: &str, t: &TensorArg| -> Result<(), Fail> {
+        fail_if_with(!t.is_contiguous(), "musa.MLA-6.contiguous", [name, name])
+    };
+    let int32 = |name: &str, t: &TensorArg| -> Result<(), Fail> {
+        let dtype = t.dtype.torch_name();
+        fail_if_with(
+            t.dtype != Dtype::Int32,
+            "musa.MLA-6.int32",
+            [name, dtype, name],
+        )
+    };
+    let dim = |name: &str, t: &TensorArg, want: usize| -> Result<(), Fail> {
+        let (got, want) = (t.ndim().to_string(), want.to_string());
+        fail_if_with(
+            got != want,
+            "musa.MLA-7.dim",
+            [name, &want, &got, &want, name, &want],
+        )
+    };
+    // Both kernels check cu_seqlens_q the same way, once they reach it.
+    let cu_seqlens_q = |cu: &TensorArg| -> Result<(), Fail> {
+        let name = "cu_seqlens_q.value()";
+        fail_if_with(!is_musa(cu), "musa.MLA-6.device", [name, name])?;
+        contiguous(name, cu)?;
+        int32(name, cu)
+    };
+    let cu = s.tensor("cu_seqlens_q");
+    let block_stride = page_table.stride_of(-1).unwrap_or(1);
+    if asm {
+        contiguous("seqlens_k", seqlens)?;
+        int32("seqlens_k", seqlens)?;
+        int32("block_table", page_table)?;
+        dim("seqlens_k", seqlens, 1)?;
+        dim("block_table", page_table, 2)?;
+        block_table_stride(block_stride)?;
+        let q_rank = if cu.is_some() { 3 } else { 4 };
+        dim("q_nope", qv, q_rank)?;
+        dim("q_pe", q, q_rank)?;
+        if let Some(cu) = cu {
+            cu_seqlens_q(cu)?;
+        }
+        fail_if(!same_dtype, "musa.MLA-7.same-dtype")?;
+        fail_if(!fp16_or_bf16, "musa.MLA-7.dtype")?;
+        let headdim_v = ckv.size(-1).unwrap_or(0).to_string();
+        fail_if_with(
+            headdim_v != "512",
+            "musa.MLA-7.headdim-v",
+            [headdim_v.as_str()],
+        )?;
+        let (nope_heads, pe_heads) = (qv.size(-2).unwrap_or(0), q.size(-2).unwrap_or(0));
+        fail_if_with(
+            nope_heads != pe_heads,
+            "musa.MLA-7.heads",
+            [
+                nope_heads.to_string().as_str(),
+                pe_heads.to_string().as_str(),
+            ],
+        )?;
+        return mla_shapes(s, true);
+    }
+    fail_if(!fp16_or_bf16, "musa.MLA-6.dtype")?;
+    fail_if(!same_dtype, "musa.MLA-6.same-dtype")?;
+    contiguous("seqlens_k", seqlens)?;
+    int32("seqlens_k", seqlens)?;
+    int32("block_table", page_table)?;
+    block_table_stride(block_stride)?;
+    if let Some(cu) = cu {
+        cu_seqlens_q(cu)?;
+    }
+    mla_shapes(s, false)?;
+    let page_size = ckv.size(1).unwrap_or(0);
+    if page_size != 64 {
+        return Err(Fail::with("musa.MLA-6.page-size", [page_size.to_string()]));
+    }
+    Ok(())
+}
+
+/// Fails with `site`, its message filled with `args`, when `cond` holds.
+fn fail_if_with<const N: usize>(
+    cond: bool,
+    site: &'static str,
+    args: [&str; N],
+) -> Result<(), Fail> {
+    if cond {
+        Err(Fail::with(site, args.map(str::to_string)))
+    } else {
+        Ok(())
+    }
+}
+
+/// The `expect_shape` checks of the MLA kernels on the tensors a call supplies (`flash_mla_asm`
+/// checks the caches with its fixed page size 64).
+fn mla_shapes(s: &MusaState, asm: bool) -> Result<(), Fail> {
+    let qv = s.tensor("qv").expect("routed");
+    let q = s.tensor("q").expect("routed");
+    let ckv = s.tensor("v_cache").expect("K-2");
+    let kpe = s.tensor("k_cache").expect("K-1");
+    let seqlens = s.seqused_k.as_tensor().expect("converted");
+    let block_table = s.tensor("page_table").expect("converted");
+    let cu = s.tensor("cu_seqlens_q");
+    let size = |t: &TensorArg, d: isize| py::int(t.size(d).unwrap_or(0));
+    let batch = cu.map_or(size(qv, 0), |c| size(c, 0) - 1);
+    let heads = size(qv, -2);
+    let (blocks, page) = (size(ckv, 0), if asm { 64 } else { size(ckv, 1) });
+    let cache = |d: i64| -> Vec<i64> {
+        if ckv.ndim() == 3 {
+            vec![blocks, page, d]
+        } else {
+            vec![blocks, page, 1, d]
+        }
+    };
+    let mut expected: Vec<(&str, &TensorArg, Vec<i64>)> = Vec::new();
+    if !asm {
+        let rows = match cu {
+            None => vec![batch, size(qv, 1)],
+            Some(_) => vec![size(qv, 0)],
+        };
+        let with = |d: i64| rows.iter().copied().chain([heads, d]).collect::<Vec<_>>();
+        expected.push(("q_latent", qv, with(512)));
+        expected.push(("q_rope", q, with(64)));
+        if let Some(cu) = cu {
+            expected.push(("cu_seqlens_q", cu, vec![batch + 1]));
+        }
+    }
+    expected.push(("ckv", ckv, cache(512)));
+    expected.push(("kpe", kpe, cache(64)));
+    expected.push(("seqlens_k", seqlens, vec![batch]));
+    expected.push((
+        "block_table",
+        block_table,
+        vec![batch, size(block_table, 1)],
+    ));
+    for (name, t, dims) in expected {
+        if t.ndim() != dims.len() {
+            return Err(Fail::with(
+                "musa.MLA-6.rank",
+                [
+                    t.ndim().to_string(),
+                    dims.len().to_string(),
+                    name.to_string(),
+                ],
+            ));
+        }
+        if let Some((dim, (&got, &want))) = t
+            .shape
+            .iter()
+            .zip(&dims)
+            .enumerate()
+            .find(|(_, (got, want))| py::int(**got) != **want)
+        {
+            return Err(Fail::with(
+                "musa.MLA-6.shape",
+                [
+                    got.to_string(),
+                    want.to_string(),
+                    name.to_string(),
+                    dim.to_string(),
+                ],
+            ));
+        }
+    }
+    Ok(())
+}
+
+fn block_table_stride(stride: usize) -> Result<(), Fail> {
+    if stride == 1 {
+        Ok(())
+    } else {
+        Err(Fail::with(
+            "musa.MLA-6.block-table-stride",
+            [stride.to_string()],
+        ))
+    }
+}
 
 /// The argument expressions of the `_fmha_fwd(...)` call (mha_interface.py L946–L988).
 pub static FMHA_CALL: Layer<MusaState> = Layer {
@@ -256,7 +542,11 @@ pub static FMHA_FWD: Layer<MusaState> = Layer {
         },
         Check {
             name: "execution policy and mask",
-            sites: &["musa.F-mask.chunk-type", "musa.F-mask.window-type"],
+            sites: &[
+                "musa.F-mask.chunk-type",
+                "musa.F-mask.window-type",
+                "musa.F-mask.seqlen-type",
+            ],
             run: policy_and_mask,
         },
         Check {
@@ -335,7 +625,7 @@ pub static COMBINE: Layer<MusaState> = Layer {
 };
 
 fn shape_is(t: &TensorArg, expected: &[i64]) -> bool {
-    t.ndim() == expected.len() && t.shape.iter().zip(expected).all(|(&a, &b)| a as i64 == b)
+    t.ndim() == expected.len() && t.shape.iter().zip(expected).all(|(&a, &b)| py::int(a) == b)
 }
 
 /// `assert x.stride(-1) == 1, "<name> must have contiguous last dimension"` (K-1, K-2).
@@ -462,13 +752,7 @@ fn k6_window(s: &mut MusaState) -> Result<(), Fail> {
         "musa.K-6.window-index",
     )?;
     s.window = (bound_value(&left), bound_value(&right));
-    // Non-numeric bounds fail later, in _resolve_mask.
-    if let Some(ty) = [left, right].into_iter().find_map(|b| match b {
-        WindowBound::Other(ty) => Some(ty),
-        _ => None,
-    }) {
-        s.window_type_error = Some(ty);
-    }
+    s.window_bounds = (left, right);
     Ok(())
 }
 
@@ -503,34 +787,34 @@ fn f4_f7_sizes(s: &mut MusaState) -> Result<(), Fail> {
     let k = s.tensor("k_cache").expect("K-1 checked k_cache");
     let v = s.tensor("v_cache").expect("K-2 checked v_cache");
     let mut d = FwdDims {
-        num_head: q.shape[q.ndim() - 2] as i64,
-        head_dim: q.shape[q.ndim() - 1] as i64,
-        num_head_kv: py::shape_at(k, -2, "musa.F-4.index")? as i64,
-        head_dim_v: v.shape[v.ndim() - 1] as i64,
+        num_head: py::int(q.shape[q.ndim() - 2]),
+        head_dim: py::int(q.shape[q.ndim() - 1]),
+        num_head_kv: py::int(py::shape_at(k, -2, "musa.F-4.index")?),
+        head_dim_v: py::int(v.shape[v.ndim() - 1]),
         ..FwdDims::default()
     };
     if s.given("cu_seqlens_q") {
         fail_if(!s.given("max_seqlen_q"), "musa.F-5")?;
         let cu = py::tensor(s.arg("cu_seqlens_q"), "shape", "musa.F-5.attr")?;
-        d.batch_size = py::shape_at(cu, 0, "musa.F-5.index")? as i64 - 1;
+        d.batch_size = py::int(py::shape_at(cu, 0, "musa.F-5.index")?) - 1;
         d.seqlen_q = s.arg("max_seqlen_q").as_number().unwrap_or(0.0) as i64;
-        d.total_q = q.shape[0] as i64;
+        d.total_q = py::int(q.shape[0]);
     } else {
-        d.batch_size = q.shape[0] as i64;
-        d.seqlen_q = q.shape[1] as i64;
-        d.total_q = d.batch_size * d.seqlen_q;
+        d.batch_size = py::int(q.shape[0]);
+        d.seqlen_q = py::int(q.shape[1]);
+        d.total_q = d.batch_size.saturating_mul(d.seqlen_q);
     }
     if s.given("page_table") {
         let pt = py::tensor(s.arg("page_table"), "shape", "musa.F-6.attr")?;
         d.paged = true;
-        d.pages_per_seq = py::shape_at(pt, 1, "musa.F-6.index")? as i64;
-        d.page_size = k.shape[1] as i64;
-        d.seqlen_k = d.pages_per_seq * d.page_size;
-        d.batch_size_k = pt.shape[0] as i64;
+        d.pages_per_seq = py::int(py::shape_at(pt, 1, "musa.F-6.index")?);
+        d.page_size = py::int(k.shape[1]);
+        d.seqlen_k = d.pages_per_seq.saturating_mul(d.page_size);
+        d.batch_size_k = py::int(pt.shape[0]);
     } else {
         d.page_size = 1;
-        d.seqlen_k = py::shape_at(k, -3, "musa.F-6.index")? as i64;
-        d.batch_size_k = k.shape[0] as i64;
+        d.seqlen_k = py::int(py::shape_at(k, -3, "musa.F-6.index")?);
+        d.batch_size_k = py::int(k.shape[0]);
     }
     s.dims = d;
     Ok(())
@@ -670,7 +954,7 @@ fn f18_cache_shapes(s: &mut MusaState) -> Result<(), Fail> {
     let k = s.tensor("k_cache").expect("K-1 checked k_cache");
     let v = s.tensor("v_cache").expect("K-2 checked v_cache");
     let (rows, seq) = if d.paged {
-        (k.shape[0] as i64, d.page_size)
+        (py::int(k.shape[0]), d.page_size)
     } else {
         (d.batch_size_k, d.seqlen_k)
     };
@@ -699,7 +983,7 @@ fn f23_f26_new_kv(s: &mut MusaState) -> Result<(), Fail> {
     let d = s.dims;
     match s.tensor("cu_seqlens_k_new") {
         None => {
-            let seqlen_new = py::shape_at(k, 1, "musa.F-23.index")? as i64;
+            let seqlen_new = py::int(py::shape_at(k, 1, "musa.F-23.index")?);
             let rows = [d.batch_size, seqlen_new, d.num_head_kv];
             fail_if(
                 !shape_is(k, &[rows[0], rows[1], rows[2], d.head_dim]),
@@ -711,7 +995,7 @@ fn f23_f26_new_kv(s: &mut MusaState) -> Result<(), Fail> {
             )?;
         }
         Some(cu) => {
-            let total = k.shape[0] as i64;
+            let total = py::int(k.shape[0]);
             fail_if(
                 !shape_is(k, &[total, d.num_head_kv, d.head_dim]),
                 "musa.F-24.k",
@@ -740,11 +1024,11 @@ fn f27_f34_rotary(s: &mut MusaState) -> Result<(), Fail> {
     let sin = s.tensor("rotary_sin");
     fail_if(sin.is_none(), "musa.F-28")?;
     let sin = sin.expect("checked");
-    let rotary_dim = py::shape_at(cos, 1, "musa.F-29.index")? as i64 * 2;
+    let rotary_dim = py::int(py::shape_at(cos, 1, "musa.F-29.index")?).saturating_mul(2);
     let d = s.dims;
     fail_if(rotary_dim > d.head_dim, "musa.F-29")?;
     fail_if(rotary_dim % 16 != 0, "musa.F-30")?;
-    let seqlen_ro = cos.shape[0] as i64;
+    let seqlen_ro = py::int(cos.shape[0]);
     fail_if(d.paged && seqlen_ro < d.seqlen_k, "musa.F-31")?;
     let q = dtype(s, "q");
     fail_if(Some(cos.dtype) != q || Some(sin.dtype) != q, "musa.F-32")?;
@@ -779,13 +1063,13 @@ fn policy_and_mask(s: &mut MusaState) -> Result<(), Fail> {
     s.num_splits = s.arg("num_splits").as_int().unwrap_or(0);
     s.has_metadata = metadata_present;
     if s.given("sinks") {
-        if metadata_present || s.num_splits != 0 {
-            let what = if metadata_present {
-                "scheduler_metadata dropped"
-            } else {
-                "num_splits overridden"
-            };
-            s.hazard("H-MUSA-SINKS-DISABLE-SPLITS", &[what]);
+        let discarded = match (metadata_present, s.num_splits) {
+            (true, _) => Some("the scheduler_metadata".to_string()),
+            (false, 0) => None,
+            (false, n) => Some(format!("num_splits={n}")),
+        };
+        if let Some(what) = discarded {
+            s.hazard("H-MUSA-SINKS-DISABLE-SPLITS", &[&what]);
         }
         s.num_splits = -1;
         s.has_metadata = false;
@@ -802,9 +1086,25 @@ fn policy_and_mask(s: &mut MusaState) -> Result<(), Fail> {
             }
         },
     };
-    if let Some(ty) = s.window_type_error.clone() {
-        return Err(Fail::with("musa.F-mask.window-type", [ty]));
-    }
+    let max_seqlen_q = s.arg("max_seqlen_q");
+    // Without cu_seqlens_q, seqlen_q is q.shape[1]; with it, the caller's max_seqlen_q.
+    let seqlen_q = if s.given("cu_seqlens_q") {
+        max_seqlen_q
+            .as_number()
+            .map(|_| ())
+            .ok_or(max_seqlen_q.type_name())
+    } else {
+        Ok(())
+    };
+    let (left, right) = &s.window_bounds;
+    mask_operands(left, right, Ok(()), seqlen_q).map_err(|(subtract, ty)| {
+        let site = if subtract {
+            "musa.F-mask.seqlen-type"
+        } else {
+            "musa.F-mask.window-type"
+        };
+        Fail::with(site, [ty])
+    })?;
     let d = s.dims;
     let fixed = [
         "cu_seqlens_q",
@@ -865,11 +1165,11 @@ fn f41_metadata(s: &mut MusaState) -> Result<(), Fail> {
     if !s.has_metadata {
         return Ok(());
     }
-    let needed = s.dims.batch_size * 4;
+    let needed = s.dims.batch_size.saturating_mul(4);
     match s.injection {
         Injection::Off => {
             let t = py::tensor(s.arg("scheduler_metadata"), "shape", "musa.F-41.attr")?;
-            let len = py::shape_at(t, 0, "musa.F-41.index")? as i64;
+            let len = py::int(py::shape_at(t, 0, "musa.F-41.index")?);
             fail_if(len < needed, "musa.F-41")?;
             s.hazard("H-MUSA-METADATA-UNCHECKED", &[]);
         }
@@ -879,7 +1179,10 @@ fn f41_metadata(s: &mut MusaState) -> Result<(), Fail> {
                 ["tuple".to_string(), "shape".to_string()],
             ));
         }
-        Injection::Recompute { batch } => fail_if(batch * 4 < needed, "musa.F-41")?,
+        Injection::Recompute { batch } => {
+            fail_if(batch.saturating_mul(4) < needed, "musa.F-41")?;
+            metadata_m_blocks(s);
+        }
         Injection::Reuse => {}
     }
     if s.injection != Injection::Off {
@@ -911,16 +1214,79 @@ fn metadata_blind_spots(s: &mut MusaState) {
     }
 }
 
-fn c2_kernel_config(s: &mut MusaState) -> Result<(), Fail> {
-    let d = s.dims;
-    let pack_gqa = match s.arg("pack_gqa") {
+/// The call's `pack_gqa` as the kernel config reads it (truthiness; `None` = heuristic).
+fn pack_gqa(s: &MusaState) -> Option<bool> {
+    match s.arg("pack_gqa") {
         PyValue::None => None,
         v => Some(v.truthy().unwrap_or(true)),
+    }
+}
+
+/// The call's own kernel configuration (`Err`: the unsupported rounded head-dim pair).
+fn call_config(s: &MusaState) -> Result<musa_config::KernelConfig, (usize, usize)> {
+    let d = s.dims;
+    musa_config::kernel_config(
+        d.seqlen_q,
+        d.num_head.checked_div(d.num_head_kv).unwrap_or(0),
+        usize::try_from(d.head_dim).unwrap_or(0),
+        usize::try_from(d.head_dim_v).unwrap_or(0),
+        pack_gqa(s),
+    )
+}
+
+/// m-blocks for `rows` query rows: `ceil(rows * (packed ? ratio : 1) / tile_m)`.
+fn m_blocks(rows: i64, ratio: i64, config: &musa_config::KernelConfig) -> i64 {
+    let packed = if config.pack_gqa {
+        rows.saturating_mul(ratio)
+    } else {
+        rows
     };
+    let tile = py::int(config.tile_m);
+    packed.saturating_add(tile - 1) / tile
+}
+
+/// §6.11 (iii) for recomputed metadata, on the longest query (`max_seqlen_q`): the metadata's
+/// m-block count must cover the call's.
+fn metadata_m_blocks(s: &mut MusaState) {
+    let (Some(b), Ok(call)) = (s.backend.as_ref(), call_config(s)) else {
+        return;
+    };
+    let Some(layer) = b.layer.as_ref() else {
+        return;
+    };
+    let m = s.dims.seqlen_q;
+    let meta_ratio = layer
+        .tp_q_head_num
+        .checked_div(layer.tp_k_head_num)
+        .unwrap_or(0);
+    let dims = |d: i64| usize::try_from(d).unwrap_or(0);
+    let Ok(meta) = musa_config::kernel_config(
+        m,
+        meta_ratio,
+        dims(layer.qk_head_dim),
+        dims(layer.v_head_dim),
+        None,
+    ) else {
+        return;
+    };
+    let call_ratio = s.dims.num_head.checked_div(s.dims.num_head_kv).unwrap_or(0);
+    let (scheduled, needed) = (
+        m_blocks(m, meta_ratio, &meta),
+        m_blocks(m, call_ratio, &call),
+    );
+    if scheduled < needed {
+        s.hazard(
+            "H-MUSA-METADATA-M-BLOCKS",
+            &[&scheduled.to_string(), &m.to_string(), &needed.to_string()],
+        );
+    }
+}
+
+fn c2_kernel_config(s: &mut MusaState) -> Result<(), Fail> {
+    let d = s.dims;
     let (hd, hdv) = (d.head_dim as usize, d.head_dim_v as usize);
     let config =
-        musa_config::kernel_config(d.seqlen_q, d.num_head / d.num_head_kv, hd, hdv, pack_gqa)
-            .map_err(|(a, b)| Fail::with("musa.C-2", [a.to_string(), b.to_string()]))?;
+        call_config(s).map_err(|(a, b)| Fail::with("musa.C-2", [a.to_string(), b.to_string()]))?;
     let over = [hd, hdv].into_iter().find(|&x| x > 512);
     if let Some(dim) = over {
         s.hazard("H-MUSA-HEADDIM-OVER-512", &[&dim.to_string()]);

@@ -140,7 +140,7 @@ fn inject(s: &mut MusaState) -> Result<(), Fail> {
         py::shape_at(t, 1, "musa.W-2.k_cache.index")?;
     }
     let cu = py::tensor(s.arg("cu_seqlens_q"), "shape", "musa.W-2.cu_seqlens_q.attr")?;
-    let batch = py::shape_at(cu, -1, "musa.W-2.cu_seqlens_q.index")? as i64 - 1;
+    let batch = py::int(py::shape_at(cu, -1, "musa.W-2.cu_seqlens_q.index")?) - 1;
     let b = backend(s);
     let layer_id = i64::from(b.layer.as_ref().expect("active injection").layer_id);
     let update = should_update(b)?;
@@ -158,6 +158,10 @@ fn inject(s: &mut MusaState) -> Result<(), Fail> {
         Injection::Reuse => "reused from an earlier layer",
         Injection::Mla { .. } | Injection::Off => "",
     };
+    let splits = s.arg("num_splits").as_int().unwrap_or(0);
+    if matches!(s.injection, Injection::Recompute { .. }) && batch > 31 && splits != 1 {
+        s.hazard("H-MUSA-METADATA-SPLIT-RACE", &[&batch.to_string()]);
+    }
     if let Injection::Mla { is_inited } = s.injection {
         s.hazard("H-MUSA-MLA-TUPLE-METADATA", &[&py_bool(is_inited)]);
     } else {
@@ -218,14 +222,17 @@ fn pp_start_layer(partition: Option<&str>, layers: i64, rank: i64, size: i64) ->
             [counts.len().to_string(), size.to_string()],
         ));
     }
-    let sum: i64 = counts.iter().sum();
+    let sum = counts.iter().fold(0i64, |a, &c| a.saturating_add(c));
     if sum != layers {
         return Err(Fail::with(
             "musa.W-2.pp.sum",
             [sum.to_string(), layers.to_string()],
         ));
     }
-    Ok(counts.iter().take(rank.max(0) as usize).sum())
+    Ok(counts
+        .iter()
+        .take(rank.max(0) as usize)
+        .fold(0i64, |a, &c| a.saturating_add(c)))
 }
 
 /// Python's `int(str)` for the decimal forms a partition string holds (surrounding whitespace, a sign,
@@ -268,6 +275,7 @@ fn g1_seqused_k(s: &mut MusaState) -> Result<(), Fail> {
 }
 
 /// A window element as Python sees it: `None`, a number, or something `>=` cannot compare.
+#[derive(Clone, Debug, PartialEq)]
 pub(super) enum WindowBound {
     None,
     Int(i64),
@@ -316,7 +324,7 @@ fn g6_seqused_k_shape(s: &mut MusaState) -> Result<(), Fail> {
         Injection::Recompute { batch } => batch,
         _ => unreachable!("chain M runs only when recomputing"),
     };
-    fail_if(t.ndim() != 1 || t.shape[0] as i64 != batch, "musa.G-6")
+    fail_if(t.ndim() != 1 || py::int(t.shape[0]) != batch, "musa.G-6")
 }
 
 fn g8_int32_contiguous(s: &mut MusaState) -> Result<(), Fail> {
@@ -357,13 +365,41 @@ fn g11_resolve_mask(s: &mut MusaState) -> Result<(), Fail> {
         "musa.G-1.window-type",
         "musa.G-1.window-index",
     )?;
-    // `wl is None or wl >= max_seqlen_k - 1`: the subtraction runs before the comparison.
-    if !matches!(left, WindowBound::None) && backend(s).max_seqlen_k.is_none() {
-        return Err(Fail::new("musa.G-11"));
-    }
-    for bound in [left, right] {
+    let max_seqlen_k = backend(s).max_seqlen_k.map(|_| ());
+    let max_seqlen_q = s.arg("max_seqlen_q");
+    let seqlen_q = max_seqlen_q.as_number().map(|_| ());
+    mask_operands(
+        &left,
+        &right,
+        max_seqlen_k.ok_or("NoneType"),
+        seqlen_q.ok_or(max_seqlen_q.type_name()),
+    )
+    .map_err(|(subtract, ty)| {
+        let site = if subtract {
+            "musa.G-11"
+        } else {
+            "musa.G-11.window-type"
+        };
+        Fail::with(site, [ty])
+    })
+}
+
+/// The `TypeError`s of `_resolve_mask`'s comparisons, in evaluation order: for each bound that is not
+/// `None`, first `seqlen - 1` (a non-number seqlen: `Err((true, its type))`), then `bound >= ...`
+/// (a non-number bound: `Err((false, its type))`).
+pub(super) fn mask_operands(
+    left: &WindowBound,
+    right: &WindowBound,
+    seqlen_k: Result<(), &str>,
+    seqlen_q: Result<(), &str>,
+) -> Result<(), (bool, String)> {
+    for (bound, seqlen) in [(left, seqlen_k), (right, seqlen_q)] {
+        if *bound == WindowBound::None {
+            continue;
+        }
+        seqlen.map_err(|ty| (true, ty.to_string()))?;
         if let WindowBound::Other(ty) = bound {
-            return Err(Fail::with("musa.G-11.window-type", [ty]));
+            return Err((false, ty.clone()));
         }
     }
     Ok(())
@@ -372,9 +408,15 @@ fn g11_resolve_mask(s: &mut MusaState) -> Result<(), Fail> {
 fn g13_kernel_config(s: &mut MusaState) -> Result<(), Fail> {
     let (hq, hk, d, dv) = layer_heads(s);
     let m = s.arg("max_seqlen_q").as_number().unwrap_or(0.0) as i64;
-    musa_config::kernel_config(m, hq / hk, to_dim(d), to_dim(dv), None)
-        .map(|_| ())
-        .map_err(|(d, dv)| Fail::with("musa.G-13", [d.to_string(), dv.to_string()]))
+    musa_config::kernel_config(
+        m,
+        hq.checked_div(hk).unwrap_or(0),
+        to_dim(d),
+        to_dim(dv),
+        None,
+    )
+    .map(|_| ())
+    .map_err(|(d, dv)| Fail::with("musa.G-13", [d.to_string(), dv.to_string()]))
 }
 
 fn to_dim(d: i64) -> usize {

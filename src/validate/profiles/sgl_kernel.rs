@@ -125,12 +125,9 @@ fn python_int(value: &PyValue) -> Result<PyValue, Fail> {
         PyValue::Float(f) if f.is_nan() => Err(Fail::new("py.int-nan")),
         PyValue::Float(f) if f.is_infinite() => Err(Fail::new("py.int-inf")),
         PyValue::Float(f) => Ok(PyValue::Int(f.trunc() as i64)),
-        PyValue::Str(text) => text
-            .trim()
-            .replace('_', "")
-            .parse::<i64>()
+        PyValue::Str(text) => python_int_literal(text.trim())
             .map(PyValue::Int)
-            .map_err(|_| Fail::with("py.int-literal", [value.to_string()])),
+            .ok_or_else(|| Fail::with("py.int-literal", [value.to_string()])),
         PyValue::Tensor(t) => match t.numel() {
             Some(1) => Ok(PyValue::Int(op_int(value))),
             n => Err(Fail::with(
@@ -140,6 +137,21 @@ fn python_int(value: &PyValue) -> Result<PyValue, Fail> {
         },
         other => Err(Fail::with("py.int-type", [other.type_name().to_string()])),
     }
+}
+
+/// A base-10 integer literal as `int(str)` reads it: optional sign, digits, single underscores
+/// between digits.
+fn python_int_literal(text: &str) -> Option<i64> {
+    let digits = text.strip_prefix(['+', '-']).unwrap_or(text);
+    let well_formed = !digits.is_empty()
+        && !digits.starts_with('_')
+        && !digits.ends_with('_')
+        && !digits.contains("__")
+        && digits.chars().all(|c| c.is_ascii_digit() || c == '_');
+    if !well_formed {
+        return None;
+    }
+    text.replace('_', "").parse().ok()
 }
 
 static FA3_LAYERS: [&Layer<CudaState>; 5] = [&FA3_PYTHON, &OP_CALL, &MHA_FWD, &SINKS, &LAUNCH];
@@ -523,7 +535,7 @@ impl Profile for SglKernel {
     }
 
     fn validate(&self, call: &KvCacheCall) -> Verdict {
-        let bound = match signature::bind(&signature::SGL_KERNEL_0_3_21, call) {
+        let bound = match signature::bind(SGL_FWD_OP.signature, call) {
             Ok(bound) => bound,
             Err(message) => {
                 return Verdict {
@@ -585,6 +597,9 @@ mod tests {
             python_int(&PyValue::Str(" 1_0 ".into())),
             Ok(PyValue::Int(10))
         );
+        assert_eq!(python_int(&PyValue::Str("-7".into())), Ok(PyValue::Int(-7)));
+        assert!(python_int(&PyValue::Str("1__0".into())).is_err());
+        assert!(python_int(&PyValue::Str("_1".into())).is_err());
         assert_eq!(
             python_int(&PyValue::Str("x".into())),
             Err(Fail::with("py.int-literal", ["'x'".to_string()]))

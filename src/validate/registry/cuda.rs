@@ -177,8 +177,8 @@ static GENERIC_SITES: &[Site] = &[
         "py.modulo-zero",
         "FA4 interface",
         ZeroDivisionError,
-        "integer division or modulo by zero",
-        "CPython 3.11 Objects/longobject.c l_mod",
+        "integer modulo by zero",
+        "CPython 3.11 Objects/longobject.c l_mod (text checked with CPython 3.11.7)",
         "The FA4 interface computes num_head % num_head_kv with zero KV heads.",
         "k_cache has zero heads; fix its shape."
     ),
@@ -252,7 +252,7 @@ static GENERIC_SITES: &[Site] = &[
         "Dimension out of range (expected to be in range of [{}, {}], but got {})",
         "pytorch/pytorch c10/core/WrapDimMinimal.cpp maybe_wrap_dim_slow",
         "mha_fwd reads a size of a tensor with too few dimensions (q.size(-2) of a 1-D q, page_table.size(1) of a 1-D table, rotary_cos.size(1), k_new.size(1)) before its shape checks run.",
-        "Pass tensors with the documented rank: q 4-D (3-D with cu_seqlens_q), caches 4-D, page_table 2-D."
+        "Pass tensors with the documented rank: q 4-D (3-D with cu_seqlens_q), caches 4-D, page_table 2-D. (fa3-stable: the error passes through torch's stable C shim; its type and text there are UNVERIFIED and modelled as in the legacy build.)"
     ),
     site!(
         "aten.scalar-type",
@@ -613,7 +613,9 @@ macro_rules! mha_sites {
                 concat!("Dao-AILab/flash-attention@0251105a hopper/flash_api.cpp:L", $up,
                     "; hopper/flash_api_stable.cpp:L", $stable,
                     "; sgl-project/sgl-flash-attn@f866ec34 hopper/flash_api.cpp:L", $sgl),
-                $condition, $explain)
+                $condition,
+                concat!($explain, " [fa3-stable raises the same check as \"mha_fwd, <build>/hopper/flash_api_stable.cpp:", $stable,
+                    ", <message>\", where <build> stands for the build machine's source directory (build-dependent); its CHECK_SHAPE messages name the rank or the first differing dimension instead.]"))
         ),*];
         static MHA_STABLE_LINES: &[(&str, u32)] = &[$(($id, $stable)),*];
     };

@@ -70,6 +70,25 @@ pub fn hazard(code: &str) -> &'static HazardDef {
         .unwrap_or_else(|| panic!("hazard {code} is not registered"))
 }
 
+/// Whether `message` is an instance of `template` (each `{}` matches any text).
+pub fn template_matches(template: &str, message: &str) -> bool {
+    let pieces: Vec<&str> = template.split("{}").collect();
+    if pieces.len() == 1 {
+        return template == message;
+    }
+    let (first, last) = (pieces[0], pieces[pieces.len() - 1]);
+    let Some(mut rest) = message.strip_prefix(first) else {
+        return false;
+    };
+    for piece in &pieces[1..pieces.len() - 1] {
+        match rest.find(piece) {
+            Some(i) => rest = &rest[i + piece.len()..],
+            None => return false,
+        }
+    }
+    rest.ends_with(last)
+}
+
 /// Fills `{}` placeholders in order. Missing values leave `{}` visible (a test catches that).
 pub fn fill(template: &str, args: &[String]) -> String {
     let mut out = String::with_capacity(template.len());
@@ -85,4 +104,36 @@ pub fn fill(template: &str, args: &[String]) -> String {
     }
     out.push_str(rest);
     out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn templates_match_their_filled_instances() {
+        assert!(template_matches(
+            "Only ver=3 is supported for MUSA FA3.",
+            "Only ver=3 is supported for MUSA FA3."
+        ));
+        assert!(!template_matches(
+            "Only ver=3 is supported for MUSA FA3.",
+            "Only ver=3 is supported"
+        ));
+        assert!(template_matches(
+            "Add config for headdim {}-{}",
+            "Add config for headdim 64-128"
+        ));
+        assert!(template_matches(
+            "'{}' object has no attribute '{}'",
+            "'int' object has no attribute 'stride'"
+        ));
+        assert!(!template_matches(
+            "'{}' object has no attribute '{}'",
+            "'int' object has no attr 'stride'"
+        ));
+        assert!(template_matches("", ""));
+        assert!(!template_matches("", "x"));
+        assert!(template_matches("{}", "anything"));
+    }
 }

@@ -78,7 +78,7 @@ pub static SITES: &[Site] = &[
         "musa.W-0",
         WRAPPER,
         TypeError,
-        "{}",
+        "flash_attn_with_kvcache() {}",
         sgl!("L122-L157"),
         "the call does not bind to the wrapper's 34-parameter signature (CPython's argument binding)",
         "Causes: an FA3-only keyword (`s_aux`, `cp_world_size`) or a misspelt one; too many positional \
@@ -139,7 +139,7 @@ pub static SITES: &[Site] = &[
         INJECTION,
         ValueError,
         "Invalid partition string: {}",
-        "sgl-project/sglang@1107be11 python/sglang/srt/distributed/utils.py:L63-L70",
+        "sgl-project/sglang@1107be11 python/sglang/srt/distributed/utils.py:L74-L79",
         "injection runs and env SGLANG_PP_LAYER_PARTITION is not a comma-separated list of ints (get_pp_indices)",
         "Fix: set SGLANG_PP_LAYER_PARTITION to per-stage layer counts, e.g. `16,15,15,15`, or unset it."
     ),
@@ -148,7 +148,7 @@ pub static SITES: &[Site] = &[
         INJECTION,
         ValueError,
         "len(partitions)={} does not match pp_size={}.",
-        "sgl-project/sglang@1107be11 python/sglang/srt/distributed/utils.py:L71-L72",
+        "sgl-project/sglang@1107be11 python/sglang/srt/distributed/utils.py:L80-L81",
         "injection runs and SGLANG_PP_LAYER_PARTITION has another number of entries than PP stages",
         "Fix: one count per pipeline stage."
     ),
@@ -157,7 +157,7 @@ pub static SITES: &[Site] = &[
         INJECTION,
         ValueError,
         "sum(partitions)={} does not match num_hidden_layers={}.",
-        "sgl-project/sglang@1107be11 python/sglang/srt/distributed/utils.py:L73-L74",
+        "sgl-project/sglang@1107be11 python/sglang/srt/distributed/utils.py:L82-L83",
         "injection runs and the SGLANG_PP_LAYER_PARTITION counts do not add up to the model's layers",
         "Fix: the counts must sum to num_hidden_layers."
     ),
@@ -186,7 +186,7 @@ pub static SITES: &[Site] = &[
         METADATA,
         TypeError,
         SUBSCRIPT,
-        mha!("L1023-L1047"),
+        mha!("L1039-L1040"),
         "injection recomputes and `window_size` is not a tuple/list/None (`window_size[0]` in the call of _fmha_get_metadata)",
         "Fix: window_size is a pair (left, right); (-1, -1) for no window."
     ),
@@ -195,7 +195,7 @@ pub static SITES: &[Site] = &[
         METADATA,
         IndexError,
         SEQ_INDEX,
-        mha!("L1023-L1047"),
+        mha!("L1039-L1040"),
         "injection recomputes and `window_size` has fewer than 2 elements",
         "Fix: window_size is a pair (left, right)."
     ),
@@ -275,10 +275,12 @@ pub static SITES: &[Site] = &[
         "musa.G-11",
         METADATA,
         TypeError,
-        "unsupported operand type(s) for -: 'NoneType' and 'int'",
+        "unsupported operand type(s) for -: '{}' and 'int'",
         meta!("L338-L345"),
-        "injection recomputes, the left window is an int and the backend's _current_max_seqlen_k is None (_resolve_mask)",
-        "Backend state without max_seqlen_k; the call cannot fix it except by passing scheduler_metadata."
+        "injection recomputes and _resolve_mask subtracts 1 from a non-number: the backend's _current_max_seqlen_k \
+         is None (left window not None), or max_seqlen_q is not a number (right window not None)",
+        "Backend state without max_seqlen_k cannot be fixed by the call except by passing scheduler_metadata; \
+         max_seqlen_q must be an int."
     ),
     site!(
         "musa.G-11.window-type",
@@ -395,7 +397,7 @@ pub static SITES: &[Site] = &[
         MHA,
         TypeError,
         SUBSCRIPT,
-        mha!("L946-L988"),
+        mha!("L972-L973"),
         "`window_size` is not a tuple/list/None (`window_size[0]` in the call of _fmha_fwd)",
         "Fix: window_size is a pair (left, right)."
     ),
@@ -404,7 +406,7 @@ pub static SITES: &[Site] = &[
         MHA,
         IndexError,
         SEQ_INDEX,
-        mha!("L946-L988"),
+        mha!("L972-L973"),
         "`window_size` has fewer than 2 elements",
         "Fix: window_size is a pair (left, right)."
     ),
@@ -414,7 +416,7 @@ pub static SITES: &[Site] = &[
         MLA,
         IndexError,
         TUPLE_INDEX,
-        mha!("L921-L923"),
+        mha!("L924"),
         "MLA-shaped call (qv last dim 512, q last dim 64) with a 1-D qv (`qv.shape[-2]`)",
         "Fix: qv is (batch, seqlen, heads, 512) or (total_q, heads, 512)."
     ),
@@ -447,7 +449,183 @@ pub static SITES: &[Site] = &[
         "MLA-shaped varlen call (cu_seqlens_q given) without max_seqlen_q: `max_seqlen_q.value()` on an empty Optional",
         "Fix: pass max_seqlen_q with cu_seqlens_q."
     ),
+    site!(
+        "musa.MLA-2.is_inited",
+        MLA,
+        TypeError,
+        "Mismatched type on argument #13",
+        mha!("L929-L944"),
+        "MLA-shaped call with a scheduler_metadata that is not a (workspace, bool) pair: `scheduler_metadata[1]` \
+         is passed for the C++ `bool is_inited` (tvm-ffi argument conversion; message continues with the signature, \
+         not modelled; UNVERIFIED, not executed)",
+        "Fix: for MLA pass scheduler_metadata=(workspace uint8 tensor, is_inited bool), or None under SGLang injection."
+    ),
+    site!(
+        "musa.MLA-4",
+        MLA,
+        RuntimeError,
+        "Check failed: (workspace.has_value()) is false: workspace must be provided",
+        mate!("csrc/mla_pybind.mu", "L874"),
+        "MLA-shaped call without scheduler_metadata and no MLA injection (workspace = None)",
+        "mate's MLA decode needs the (workspace, is_inited) pair SGLang's MLA backend injects. Fix: pass \
+         scheduler_metadata=(torch.empty(128 << 20, dtype=torch.uint8, device='musa'), False)."
+    ),
+    site!(
+        "musa.MLA-5.device",
+        MLA,
+        RuntimeError,
+        "Check failed: (seqlens_k.value().device().device_type == kDLExtDev) is false: seqlens_k.value() must be a MUSA tensor",
+        mate!("csrc/mla_pybind.mu", "L731-L734"),
+        "MLA metadata recomputed (is_inited False) and cache_seqlens is not on a MUSA device",
+        "Fix: cache_seqlens on the MUSA device."
+    ),
+    site!(
+        "musa.MLA-5.contiguous",
+        MLA,
+        RuntimeError,
+        "Check failed: (seqlens_k.value().IsContiguous()) is false: seqlens_k.value() must be contiguous",
+        mate!("csrc/mla_pybind.mu", "L731-L734"),
+        "MLA metadata recomputed and cache_seqlens is not contiguous",
+        "Fix: `.contiguous()`."
+    ),
+    site!(
+        "musa.MLA-5.dtype",
+        MLA,
+        RuntimeError,
+        "Check failed: seqlens_k.value().dtype() == dl_int32 ({} vs. int32) : Inconsistency of Tensor type: seqlens_k.value()",
+        mate!("csrc/mla_pybind.mu", "L731-L734"),
+        "MLA metadata recomputed and cache_seqlens is not int32 (an int cache_seqlens was expanded to int32)",
+        "Fix: `.to(torch.int32)`."
+    ),
+    site!(
+        "musa.MLA-6.device",
+        MLA,
+        RuntimeError,
+        "Check failed: ({}.device().device_type == kDLExtDev) is false: {} must be a MUSA tensor",
+        mate!("csrc/mla_pybind.mu", "L325-L332"),
+        "an MLA kernel input (qv, q, v_cache, k_cache, cache_seqlens, page_table as q_latent/q_nope, q_rope/q_pe, ckv, \
+         kpe, seqlens_k, block_table) is not on a MUSA device (mla_with_kvcache; flash_mla_asm.mu L489-L496 for 128 heads)",
+        "Fix: every MLA input on the MUSA device."
+    ),
+    site!(
+        "musa.MLA-6.dtype",
+        MLA,
+        RuntimeError,
+        "Check failed: (is_bf16_or_fp16_dtype(q_type)) is false: mla only supports fp16 and bf16",
+        mate!("csrc/mla_pybind.mu", "L346"),
+        "mla_with_kvcache (heads != 128): qv is not float16/bfloat16",
+        "Fix: fp16/bf16 MLA inputs."
+    ),
+    site!(
+        "musa.MLA-6.same-dtype",
+        MLA,
+        RuntimeError,
+        "Check failed: (dtype_equal(q_rope.dtype(), q_type) && dtype_equal(ckv.dtype(), q_type) && dtype_equal(kpe.dtype(), q_type)) is false: input tensor dtypes must match",
+        mate!("csrc/mla_pybind.mu", "L347-L349"),
+        "mla_with_kvcache: q, v_cache or k_cache dtype differs from qv's",
+        "Fix: one dtype for all MLA inputs."
+    ),
+    site!(
+        "musa.MLA-6.contiguous",
+        MLA,
+        RuntimeError,
+        "Check failed: ({}.IsContiguous()) is false: {} must be contiguous",
+        mate!("csrc/mla_pybind.mu", "L351-L364"),
+        "MLA kernel: cache_seqlens (seqlens_k, with reused metadata) or a varlen cu_seqlens_q is not contiguous \
+         (mla_with_kvcache; flash_mla_asm.mu L510, L527)",
+        "Fix: `.contiguous()`."
+    ),
+    site!(
+        "musa.MLA-6.int32",
+        MLA,
+        RuntimeError,
+        "Check failed: {}.dtype() == dl_int32 ({} vs. int32) : Inconsistency of Tensor type: {}",
+        mate!("csrc/mla_pybind.mu", "L354-L355"),
+        "MLA kernel: cache_seqlens (seqlens_k, with reused metadata) or page_table (block_table) is not int32",
+        "Fix: `.to(torch.int32)`."
+    ),
+    site!(
+        "musa.MLA-6.block-table-stride",
+        MLA,
+        RuntimeError,
+        "Check failed: block_table.stride(-1) == 1 ({} vs. 1) : block_table must have contiguous last dimension",
+        mate!("csrc/mla_pybind.mu", "L358"),
+        "MLA kernel: page_table.stride(-1) != 1",
+        "Fix: `.contiguous()`."
+    ),
+    site!(
+        "musa.MLA-6.rank",
+        MLA,
+        RuntimeError,
+        "Check failed: tensor.ndim() == static_cast<int32_t>(expected.size()) ({} vs. {}) : {} has unexpected rank",
+        mate!("csrc/tvm_ffi_utils.hpp", "L77-L84"),
+        "an MLA kernel input has the wrong rank (expect_shape; mla_with_kvcache L375-L392, flash_mla_asm L575-L597)",
+        "Fix: q/qv 4-D (batch, seqlen, heads, d) or 3-D with cu_seqlens_q; caches (pages, 64, 1, d); cache_seqlens (batch,)."
+    ),
+    site!(
+        "musa.MLA-6.shape",
+        MLA,
+        RuntimeError,
+        "Check failed: tensor.size(dim) == value ({} vs. {}) : {} has unexpected shape at dim {}",
+        mate!("csrc/tvm_ffi_utils.hpp", "L77-L84"),
+        "an MLA kernel input has a wrong size (expect_shape), e.g. an int cache_seqlens expanded to the page count",
+        "Fix: cache_seqlens (batch,), page_table (batch, pages), caches (pages, 64, 1, 512/64), q heads equal to qv heads."
+    ),
+    site!(
+        "musa.MLA-6.page-size",
+        MLA,
+        RuntimeError,
+        "Check failed: page_size == 64 ({} vs. 64) : page size only supports 64",
+        mate!("csrc/mla_pybind.mu", "L404"),
+        "mla_with_kvcache: the paged cache's page size (v_cache.shape[1]) is not 64",
+        "mate's MLA kernel supports page size 64 only. Fix: allocate the MLA KV pool with page_size=64."
+    ),
+    site!(
+        "musa.MLA-7.dim",
+        MLA,
+        RuntimeError,
+        "Check failed: {}.ndim() == {} ({} vs. {}) : {} must be a {}D tensor",
+        mate!("csrc/flash_mla_asm.mu", "L517-L532"),
+        "flash_mla_asm (128 heads): cache_seqlens not 1-D, page_table not 2-D, or q/qv not 4-D (3-D with cu_seqlens_q)",
+        "Fix: qv (batch, seqlen, 128, 512) and q (batch, seqlen, 128, 64), or 3-D with cu_seqlens_q."
+    ),
+    site!(
+        "musa.MLA-7.same-dtype",
+        MLA,
+        RuntimeError,
+        "Check failed: (dtype_equal(q_nope.dtype(), q_pe.dtype()) && dtype_equal(q_nope.dtype(), ckv.dtype()) && dtype_equal(q_nope.dtype(), kpe.dtype())) is false: q_nope, q_pe, ckv and kpe must have the same dtype",
+        mate!("csrc/flash_mla_asm.mu", "L539-L541"),
+        "flash_mla_asm (128 heads): q, v_cache or k_cache dtype differs from qv's",
+        "Fix: one dtype for all MLA inputs."
+    ),
+    site!(
+        "musa.MLA-7.dtype",
+        MLA,
+        RuntimeError,
+        "Check failed: (is_bf16_or_fp16_dtype(q_nope.dtype())) is false: flash_mla_asm only supports fp16 and bf16",
+        mate!("csrc/flash_mla_asm.mu", "L542"),
+        "flash_mla_asm (128 heads): MLA inputs are not float16/bfloat16",
+        "Fix: fp16/bf16 MLA inputs."
+    ),
     // ---- _fmha_fwd -----------------------------------------------------------------------------
+    site!(
+        "musa.MLA-7.headdim-v",
+        MLA,
+        RuntimeError,
+        "Check failed: args.headdim_v == 512 ({} vs. 512) : flash_mla_asm() headdim_v must be 512",
+        mate!("csrc/flash_mla_asm.mu", "L563"),
+        "flash_mla_asm (128 heads): v_cache's last dim is not 512 (routing looked at qv only)",
+        "Fix: the latent cache (v_cache) has last dim 512."
+    ),
+    site!(
+        "musa.MLA-7.heads",
+        MLA,
+        RuntimeError,
+        "Check failed: q_nope.size(-2) == q_pe.size(-2) ({} vs. {}) : q_nope and q_pe head counts must match",
+        mate!("csrc/flash_mla_asm.mu", "L567"),
+        "flash_mla_asm (128 heads): q has another head count than qv",
+        "Fix: q (rope part) and qv (latent part) have the same heads."
+    ),
     site!(
         "musa.F-1",
         FWD,
@@ -516,7 +694,7 @@ pub static SITES: &[Site] = &[
         FWD,
         AssertionError,
         "",
-        fwd!("L500"),
+        fwd!("L501"),
         "cu_seqlens_q given and max_seqlen_q is None",
         "Fix: pass max_seqlen_q (the longest query) with cu_seqlens_q."
     ),
@@ -525,7 +703,7 @@ pub static SITES: &[Site] = &[
         FWD,
         AttributeError,
         ATTR,
-        fwd!("L501"),
+        fwd!("L502"),
         "cu_seqlens_q is not a tensor: `cu_seqlens_q.shape[0]`",
         "Fix: cu_seqlens_q is an int32 tensor."
     ),
@@ -534,7 +712,7 @@ pub static SITES: &[Site] = &[
         FWD,
         IndexError,
         TUPLE_INDEX,
-        fwd!("L501"),
+        fwd!("L502"),
         "cu_seqlens_q is a 0-dim tensor",
         "Fix: cu_seqlens_q is 1-D (batch+1,)."
     ),
@@ -635,7 +813,7 @@ pub static SITES: &[Site] = &[
         FWD,
         AssertionError,
         "page_table must be int32",
-        fwd!("L569"),
+        fwd!("L570"),
         "page_table is not int32",
         "Fix: `.to(torch.int32)`."
     ),
@@ -644,7 +822,7 @@ pub static SITES: &[Site] = &[
         FWD,
         AssertionError,
         "page_table must be contiguous",
-        fwd!("L570"),
+        fwd!("L571"),
         "page_table.stride(-1) != 1",
         "Upstream copies; mate rejects. Fix: `.contiguous()`."
     ),
@@ -752,7 +930,7 @@ pub static SITES: &[Site] = &[
         FWD,
         AssertionError,
         "",
-        fwd!("L601-L605"),
+        fwd!("L601-L604"),
         "k_cache shape is not (batch_k, seqlen_k, h_k, d) / (num_pages, page_size, h_k, d); d is q's head dim",
         "Causes: q/k head dims differ, a 5-D cache. Fix: match q's head dim."
     ),
@@ -761,7 +939,7 @@ pub static SITES: &[Site] = &[
         FWD,
         AssertionError,
         "",
-        fwd!("L602-L606"),
+        fwd!("L602-L605"),
         "v_cache shape differs from k_cache's (except its head dim)",
         "Fix: v_cache like k_cache."
     ),
@@ -932,7 +1110,7 @@ pub static SITES: &[Site] = &[
         FWD,
         AttributeError,
         ATTR,
-        fwd!("L678-L680"),
+        fwd!("L679"),
         "rotary_seqlens (with rotary_cos) is not a tensor (`.dtype`)",
         "Fix: an int32 tensor (batch,)."
     ),
@@ -982,6 +1160,15 @@ pub static SITES: &[Site] = &[
         "Fix: window_size elements are ints."
     ),
     site!(
+        "musa.F-mask.seqlen-type",
+        FWD,
+        TypeError,
+        "unsupported operand type(s) for -: '{}' and 'int'",
+        fwd!("L710-L717"),
+        "cu_seqlens_q given, max_seqlen_q is not a number and the right window is not None (_resolve_mask computes max_seqlen_q - 1)",
+        "Fix: max_seqlen_q is an int (the longest query)."
+    ),
+    site!(
         "musa.F-mask.chunk-type",
         FWD,
         TypeError,
@@ -1026,7 +1213,7 @@ pub static SITES: &[Site] = &[
         CONFIG,
         TypeError,
         "unhashable type: '{}'",
-        mate!("mate/jit/attention/fmha/fmha_utils.py", "L152-L193"),
+        mate!("mate/jit/attention/fmha/fmha_utils.py", "L144-L151"),
         "pack_gqa is unhashable (e.g. a list): _get_fwd_kernel_config is lru_cached",
         "Fix: pack_gqa is None, True or False."
     ),
@@ -1035,7 +1222,7 @@ pub static SITES: &[Site] = &[
         CONFIG,
         AssertionError,
         ADD_CONFIG,
-        mate!("mate/jit/attention/fmha/fmha_utils.py", "L152-L193"),
+        mate!("mate/jit/attention/fmha/fmha_utils.py", "L145-L193"),
         "the rounded (head_dim, head_dim_v) pair is not one of 64-64, 128-128, 192-128, 192-192, 256-256, 384-384, 512-512",
         "Cause: e.g. q/k dim 64 with v dim 128 (DeepSeek-style dv != d). Message shows rounded dims. Fix: supported pairs only."
     ),
@@ -1129,7 +1316,7 @@ pub static HAZARDS: &[HazardDef] = &[
     hazard!(
         "H-MUSA-SINKS-DISABLE-SPLITS",
         Warning,
-        "sinks force num_splits=-1 and drop scheduler_metadata ({}): one split, no combine",
+        "sinks make mate discard {}: the kernel runs one split and no combine",
         fwd!("L687-L690"),
         "§6.5, §8.14: a FIXME in mate disables splitting with learnable_sink; metadata given or injected is discarded."
     ),
@@ -1198,10 +1385,17 @@ pub static HAZARDS: &[HazardDef] = &[
     ),
     hazard!(
         "H-MUSA-METADATA-IGNORES-ARGS",
-        Error,
-        "injected metadata never sees {} of this call: m-block counts or splits may not match",
+        Warning,
+        "injected metadata never sees {} of this call: its split counts and order may not fit",
         sgl!("L97-L116"),
-        "§4.7.8, §6.11 ex. 1: a non-default pack_gqa can leave m-blocks unscheduled (garbage rows)."
+        "§4.7.8, §6.11: the metadata is computed from the backend's layer and max_seqlen_k, not from these."
+    ),
+    hazard!(
+        "H-MUSA-METADATA-M-BLOCKS",
+        Error,
+        "injected metadata schedules {} m-block(s) for max_seqlen_q={} but this call needs {}: query rows beyond them are never computed",
+        fwd!("L765-L776"),
+        "§6.11 (iii) and example 1: the metadata resolves pack-GQA and tile_m from the layer's heads with pack_gqa=None; a call whose pack_gqa, head ratio or dims differ needs more m-blocks."
     ),
     hazard!(
         "H-MUSA-METADATA-UNCHECKED",
@@ -1272,6 +1466,20 @@ pub static HAZARDS: &[HazardDef] = &[
         "the forward kernel already appended k/v into the cache when this error is raised",
         mate!("mate/jit/attention/fmha/fmha_combine.py", "L61-L70"),
         "§8.5: B-5 fires after the kernel."
+    ),
+    hazard!(
+        "H-MUSA-ASSERTION-ERROR",
+        Info,
+        "mate raises AssertionError where upstream FA3 raises RuntimeError; `except RuntimeError` misses it and `python -O` removes the check",
+        fwd!("L481-L768"),
+        "§8.9, §8.10: mate validates with Python asserts."
+    ),
+    hazard!(
+        "H-MUSA-METADATA-SPLIT-RACE",
+        Info,
+        "metadata for {} sequences (> 31) is computed with splitting on; the split-reduction loop's unsynchronised flags may vary split counts between runs",
+        mate!("include/mate/attention/fmha/metadata.hpp", "L365-L369"),
+        "§6.8 step 3c, §8.25 (UNVERIFIED whether it manifests)."
     ),
     hazard!(
         "H-MUSA-NUM-SPLITS-UNCLAMPED",

@@ -1,0 +1,204 @@
+//! The device bridge end to end on CPU: `export` → `drivers/fa3conform_run.py --backend numpy`
+//! with targets written in plain NumPy (tests/python/) → `verify`.
+//!
+//! The NumPy attention target computes independently of fa3conform's reference, and the
+//! wrapper target raises the SGLang MUSA wrapper's first errors by its own logic, so a match is
+//! a real cross-implementation check of verdicts, numbers and caches.
+
+mod bridge_support;
+
+use bridge_support::{python_ready, repo};
+use fa3conform::bridge::tensors::{read_tensor_file, write_tensor_file};
+use fa3conform::bridge::{ExportArgs, VerifyArgs, run_export, run_verify};
+use fa3conform::call::Dtype;
+use fa3conform::cli::ExitStatus;
+use fa3conform::conform::Format;
+use serde_json::Value;
+use std::path::Path;
+use std::process::Command;
+
+const WRAPPER_TARGET: &str = "tests/python/musa_wrapper_target.py:flash_attn_with_kvcache";
+const ATTENTION_ONLY_TARGET: &str = "tests/python/numpy_target.py:flash_attn_with_kvcache";
+
+fn export(out: &Path) {
+    let args = ExportArgs {
+        suite: None,
+        spec: Some(repo().join("tests/bridge_loop/calls.json")),
+        cases: None,
+        seed: None,
+        out: out.to_path_buf(),
+        profile: "musa".into(),
+        memory_cap: 1 << 30,
+    };
+    let mut log = Vec::new();
+    assert_eq!(run_export(&args, &mut log), ExitStatus::Success);
+    assert_eq!(
+        String::from_utf8(log).unwrap(),
+        format!(
+            "exported 10 bundles to {} (7 accepted by musa, 3 rejected)\n",
+            out.display()
+        )
+    );
+}
+
+fn run_target(target: &str, bundles: &Path) {
+    let output = Command::new("python3")
+        .arg("drivers/fa3conform_run.py")
+        .args([
+            "--backend",
+            "numpy",
+            "--device",
+            "cpu",
+            "--target",
+            target,
+            "--bundles",
+        ])
+        .arg(bundles)
+        .current_dir(repo())
+        .env("PYTHONDONTWRITEBYTECODE", "1")
+        .output()
+        .unwrap();
+    let log = String::from_utf8_lossy(&output.stderr);
+    assert!(output.status.success(), "runner failed:\n{log}");
+    assert!(log.contains("[10/10]"), "{log}");
+}
+
+/// `verify` in JSON: (exit status, report).
+fn verify(bundles: &Path) -> (ExitStatus, Value) {
+    let args = VerifyArgs {
+        dir: bundles.to_path_buf(),
+        profile: "musa".into(),
+        format: Format::Json,
+        output: None,
+        memory_cap: 1 << 30,
+    };
+    let mut out = Vec::new();
+    let status = run_verify(&args, &mut out);
+    (status, serde_json::from_slice(&out).unwrap())
+}
+
+fn outcomes(report: &Value) -> Vec<(String, String)> {
+    report["cases"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|c| {
+            (
+                c["name"].as_str().unwrap().to_string(),
+                c["outcome"].as_str().unwrap().to_string(),
+            )
+        })
+        .collect()
+}
+
+fn message<'a>(report: &'a Value, case: &str) -> &'a str {
+    report["cases"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|c| c["name"] == case)
+        .and_then(|c| c["message"].as_str())
+        .unwrap()
+}
+
+#[test]
+fn numpy_stack_matches_verdicts_numbers_and_caches() {
+    if !python_ready() {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    export(dir.path());
+    run_target(WRAPPER_TARGET, dir.path());
+    let (status, report) = verify(dir.path());
+    assert_eq!(status, ExitStatus::Success, "{report:#}");
+    assert_eq!(
+        (report["matched"].as_u64(), report["mismatched"].as_u64()),
+        (Some(10), Some(0))
+    );
+    assert!(message(&report, "0000-paged-gqa-decode").starts_with("out max "));
+    assert!(message(&report, "0000-paged-gqa-decode").contains("; lse max "));
+    assert!(message(&report, "0003-append-batch-idx").ends_with("; caches equal"));
+    assert!(
+        message(&report, "0008-append-rotary-interleaved-fixed-position")
+            .ends_with("; caches equal")
+    );
+    assert!(message(&report, "0009-sinks-local-f16").contains("; lse max "));
+    assert_eq!(
+        message(&report, "0005-ver-2"),
+        "raised ValueError: Only ver=3 is supported for MUSA FA3."
+    );
+    assert_eq!(
+        message(&report, "0007-unknown-keyword"),
+        "raised TypeError: flash_attn_with_kvcache() got an unexpected keyword argument 'fa_version'"
+    );
+
+    // A wrong number is caught by the tolerance rule.
+    let result = dir.path().join("0002-varlen-causal/result.safetensors");
+    let mut tensors = read_tensor_file(&result, 1 << 30).unwrap();
+    let out = tensors.get_mut("out").unwrap();
+    assert_eq!(out.dtype, Dtype::Bfloat16);
+    out.bytes[0..2].copy_from_slice(&half::bf16::from_f32(3.0).to_le_bytes());
+    write_tensor_file(&result, &tensors).unwrap();
+    let (status, report) = verify(dir.path());
+    assert_eq!(status, ExitStatus::Failure);
+    assert_eq!(report["mismatched"], 1);
+    assert!(
+        message(&report, "0002-varlen-causal").starts_with("out: max "),
+        "{report:#}"
+    );
+}
+
+#[test]
+fn a_target_without_the_wrapper_checks_is_caught() {
+    if !python_ready() {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    export(dir.path());
+    run_target(ATTENTION_ONLY_TARGET, dir.path());
+    let (status, report) = verify(dir.path());
+    assert_eq!(status, ExitStatus::Failure);
+    let mismatched: Vec<String> = outcomes(&report)
+        .into_iter()
+        .filter(|(_, outcome)| outcome == "mismatch")
+        .map(|(name, _)| name)
+        .collect();
+    assert_eq!(mismatched, ["0005-ver-2", "0006-k-cache-last-dim-strided"]);
+    assert_eq!(
+        message(&report, "0005-ver-2"),
+        "expected ValueError: Only ver=3 is supported for MUSA FA3., but the call returned"
+    );
+    // A missing result is a mismatch too (the runner crashed before the case).
+    std::fs::remove_file(dir.path().join("0007-unknown-keyword/result.json")).unwrap();
+    let (_, report) = verify(dir.path());
+    assert!(message(&report, "0007-unknown-keyword").starts_with("no result.json"));
+}
+
+#[test]
+fn bundles_open_with_python_safetensors() {
+    if !python_ready() {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    export(dir.path());
+    let script = "import sys; from safetensors import safe_open\n\
+                  f = safe_open(sys.argv[1] + '/inputs.safetensors', framework='numpy')\n\
+                  print(sorted(f.keys()), f.get_tensor('cache_seqlens').tolist(), f.get_tensor('page_table').shape)\n\
+                  g = safe_open(sys.argv[1] + '/expected.safetensors', framework='numpy')\n\
+                  print(sorted(g.keys()), g.get_tensor('softmax_lse').shape)";
+    let output = Command::new("python3")
+        .args(["-c", script])
+        .arg(dir.path().join("0000-paged-gqa-decode"))
+        .output()
+        .unwrap();
+    assert!(
+        output.status.success(),
+        "{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    assert_eq!(
+        String::from_utf8(output.stdout).unwrap(),
+        "['cache_seqlens', 'k_cache', 'page_table', 'q', 'v_cache'] [20, 37] (2, 4)\n\
+         ['out', 'out_lowprec', 'softmax_lse', 'softmax_lse_lowprec'] (2, 4, 1)\n"
+    );
+}
