@@ -7,7 +7,7 @@
 //! mate's `get_scheduler_metadata` with the layer's and backend's values, or the tensor cached under
 //! the prefix), runs the kernel path driven by it, and returns what the Python call returns. The
 //! wrapper's module-global metadata dict is an explicit [`InjectionCache`] the caller keeps
-//! between calls.
+//! between calls. Calls mate routes to its MLA decode branch give [`MusaError::MlaBranch`].
 
 use crate::call::{Dtype, KvCacheCall, LayerInfo, MetadataArgsSpec, SglangBackend};
 use crate::kernel::{self, KernelError, KernelOptions, MetadataSource};
@@ -84,23 +84,19 @@ pub enum Returned {
         o_accum_shape: Vec<usize>,
         lse_accum_shape: Vec<usize>,
     },
-    /// MLA branch, `return_softmax_lse=True`: `(out, lse)` with lse `(b, s, h)` for 4-D q.
-    OutLse { out: HostTensor, lse: HostTensor },
 }
 
 impl Returned {
     pub fn out(&self) -> &HostTensor {
         match self {
-            Returned::Out(out)
-            | Returned::OutLseAccum { out, .. }
-            | Returned::OutLse { out, .. } => out,
+            Returned::Out(out) | Returned::OutLseAccum { out, .. } => out,
         }
     }
 
     pub fn lse(&self) -> Option<&HostTensor> {
         match self {
             Returned::Out(_) => None,
-            Returned::OutLseAccum { lse, .. } | Returned::OutLse { lse, .. } => Some(lse),
+            Returned::OutLseAccum { lse, .. } => Some(lse),
         }
     }
 }
@@ -135,6 +131,10 @@ pub enum MusaError {
     UnknownCachedMetadata(String),
     #[error("injected metadata: {0}")]
     Metadata(#[from] MetadataError),
+    /// mate's MLA decode branch (its own kernels and `(workspace, flag)` metadata) has no model on
+    /// the kernel path.
+    #[error("the MLA decode branch is not modelled by the kernel path")]
+    MlaBranch,
 }
 
 /// The backend state the profile sees: prefixes this session cached are cached.
@@ -236,6 +236,9 @@ pub fn flash_attn_with_kvcache_on(
         crate::validate::Outcome::Rejected(rejection) => return Err(MusaError::Raises(rejection)),
         crate::validate::Outcome::Accepted(resolved) => resolved,
     };
+    if resolved.mla_decode {
+        return Err(MusaError::MlaBranch);
+    }
     let metadata = injected_metadata(&call, &tensors, cache, options.mp)?;
     let values = match &metadata {
         MetadataUsed::Passed(values) => Some(values),
@@ -258,11 +261,7 @@ pub fn flash_attn_with_kvcache_on(
     }
     let kernel_options = KernelOptions {
         mp: options.mp,
-        metadata: if resolved.mla_decode {
-            MetadataSource::None
-        } else {
-            MetadataSource::FromCall
-        },
+        metadata: MetadataSource::FromCall,
         memory_cap: options.memory_cap,
         ..KernelOptions::default()
     };
@@ -275,11 +274,6 @@ pub fn flash_attn_with_kvcache_on(
         .unwrap_or(false);
     let returned = if !return_lse {
         Returned::Out(output.out)
-    } else if resolved.mla_decode {
-        Returned::OutLse {
-            lse: mla_lse(output.lse, resolved.varlen_q),
-            out: output.out,
-        }
     } else {
         let (b, h, splits) = (resolved.batch_size, resolved.num_heads, output.num_splits);
         let (batches, rows) = if resolved.varlen_q {
@@ -302,17 +296,4 @@ pub fn flash_attn_with_kvcache_on(
         num_splits: output.num_splits,
         hazards: verdict.hazards,
     })
-}
-
-/// The MLA branch's lse layout: `(b, s, h)` for 4-D q (the fmha path's `(b, h, s)` transposed),
-/// `(h, total_q)` for 3-D q (§7).
-fn mla_lse(lse: HostTensor, varlen_q: bool) -> HostTensor {
-    if varlen_q {
-        return lse;
-    }
-    let data = lse.data.permuted_axes(IxDyn(&[0, 2, 1]));
-    HostTensor {
-        dtype: lse.dtype,
-        data: data.as_standard_layout().into_owned(),
-    }
 }

@@ -314,3 +314,61 @@ fn injection_recomputes_then_reuses_per_prefix() {
     ));
     assert_eq!(first.returned, second.returned);
 }
+
+#[test]
+fn every_scheduler_hazard_is_raised() {
+    use fa3conform::scheduler::forward::{emulate, parse_forward};
+    use fa3conform::validate::registry;
+    use std::collections::BTreeSet;
+    let mut raised: BTreeSet<&str> = BTreeSet::new();
+    let mut add =
+        |call: &KvCacheCall| raised.extend(stale_metadata_findings(call).iter().map(|h| h.code));
+    let call = fixed_length_call();
+    // Split counts 0 and 2 (the forward has one slot); values that are not what the args give.
+    add(&with_metadata(&call, &[0, 2, 0, 1, 1, 1, 1, 1]));
+    let mut both = with_metadata(&call, &[1, 1, 1, 0, 1, 1, 1, 1]);
+    both.metadata_args = Some(args_for(7));
+    add(&both);
+    add(&with_metadata(&call, &[1, 1, 0, 0, 1, 1, 4, 4]));
+    add(&with_metadata(&call, &[1, 1, 1, 2, 0, 1, 1, 1, 1, 4, 4, 4]));
+    let mut sinks = with_metadata(&call, &[1]);
+    sinks.set(
+        "sinks",
+        PyValue::Tensor(TensorArg::new(Dtype::Bfloat16, &[4])),
+    );
+    add(&sinks);
+    let mut dropped = call.clone();
+    dropped.metadata_args = Some(MetadataArgsSpec {
+        page_size: Some(16),
+        max_seqlen_q: 1,
+        ..args_for(7)
+    });
+    add(&dropped);
+    let mut uncomputable = call.clone();
+    uncomputable.metadata_args = Some(MetadataArgsSpec {
+        num_heads_kv: 3,
+        ..args_for(7)
+    });
+    add(&uncomputable);
+    for name in ["hybrid-swa", "mla", "cp-extend"] {
+        let path = format!(
+            "{}/examples/forward-{name}.json",
+            env!("CARGO_MANIFEST_DIR")
+        );
+        let report = emulate(
+            &parse_forward(&std::fs::read_to_string(path).unwrap()).unwrap(),
+            DEFAULT_MP,
+        );
+        raised.extend(
+            report
+                .calls
+                .iter()
+                .flat_map(|c| c.findings.iter().map(|f| f.code)),
+        );
+    }
+    let silent: Vec<&str> = registry::hazards()
+        .map(|h| h.code)
+        .filter(|c| c.starts_with("H-SCHED-") && !raised.contains(c))
+        .collect();
+    assert!(silent.is_empty(), "never raised: {silent:?}");
+}
