@@ -12,9 +12,11 @@ pub mod explain;
 pub mod fuzzing;
 pub mod kernel;
 pub mod mate;
+pub mod musa;
 pub mod numeric;
 pub mod reference;
 pub mod scan;
+pub mod scheduler;
 pub mod spec;
 #[cfg(feature = "internal-testing")]
 pub mod strategies;

@@ -8,12 +8,14 @@
 mod context;
 mod dims;
 mod dtype;
+mod metadata_args;
 pub mod signature;
 mod value;
 
 pub use context::{LayerInfo, SglangBackend, SglangContext};
 pub use dims::{Dims, DimsError};
 pub use dtype::Dtype;
+pub use metadata_args::MetadataArgsSpec;
 pub use signature::{BoundArgs, Signature};
 pub use value::{Device, PyValue, TensorArg, TensorValues, python_float_repr};
 
@@ -29,6 +31,9 @@ pub struct KvCacheCall {
     pub positional: Vec<PyValue>,
     /// Keyword arguments in the order the caller wrote them.
     pub keywords: Vec<(String, PyValue)>,
+    /// The `get_scheduler_metadata` arguments the call's `scheduler_metadata` was computed with, when
+    /// the spec names them instead of (or besides) the tensor's values.
+    pub metadata_args: Option<MetadataArgsSpec>,
 }
 
 impl KvCacheCall {

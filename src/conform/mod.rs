@@ -3,6 +3,7 @@
 //! A suite is deterministic in (campaign seed, case index), so any failure is replayed with
 //! `fa3conform conform --suite NAME --seed S --cases N` and reported with its case name.
 
+mod metadata_suite;
 mod reference_suite;
 mod report;
 mod validation_suite;
@@ -43,6 +44,7 @@ pub fn suites() -> Vec<&'static dyn Suite> {
         &reference_suite::ReferenceSuite,
         &crate::kernel::KERNEL_SUITE,
         &validation_suite::VALIDATION,
+        &metadata_suite::METADATA,
     ]
 }
 

@@ -10,6 +10,9 @@
 //! `{"float": "inf"}` a non-finite float. A file holds one object, an array of them, or JSON lines.
 //! Every error names the JSON path of the offending value. An optional top-level `"expect"` object
 //! (profile name -> expected error-site id) annotates catalogue entries and is ignored here.
+//! An optional top-level `"metadata_args"` object holds the `get_scheduler_metadata` keyword
+//! arguments (FA3 signature) the call's `scheduler_metadata` was computed with
+//! ([`crate::call::MetadataArgsSpec`]); `certify` compares them with the call.
 
 mod parse;
 mod write;

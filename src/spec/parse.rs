@@ -103,7 +103,15 @@ fn kind(v: &Value) -> &'static str {
 }
 
 /// `expect` annotates catalogue entries (profile name -> expected site id); the call model ignores it.
-const TOP_LEVEL_KEYS: [&str; 6] = ["id", "seed", "context", "args", "positional", "expect"];
+const TOP_LEVEL_KEYS: [&str; 7] = [
+    "id",
+    "seed",
+    "context",
+    "args",
+    "positional",
+    "metadata_args",
+    "expect",
+];
 
 /// Reads one call object.
 pub fn parse_call(v: &Value) -> Result<KvCacheCall, SpecError> {
@@ -156,12 +164,19 @@ pub fn parse_call(v: &Value) -> Result<KvCacheCall, SpecError> {
             );
         }
     };
+    let metadata_args = match obj.get("metadata_args") {
+        None | Some(Value::Null) => None,
+        Some(v) => Some(
+            serde_json::from_value(v.clone()).or_else(|e| err("metadata_args", e.to_string()))?,
+        ),
+    };
     Ok(KvCacheCall {
         id,
         seed,
         context,
         positional,
         keywords,
+        metadata_args,
     })
 }
 

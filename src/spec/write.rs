@@ -79,6 +79,12 @@ pub fn call_to_json(call: &KvCacheCall) -> Value {
             Value::Array(call.positional.iter().map(value_to_json).collect()),
         );
     }
+    if let Some(metadata_args) = &call.metadata_args {
+        obj.insert(
+            "metadata_args".into(),
+            serde_json::to_value(metadata_args).expect("metadata_args serialise"),
+        );
+    }
     Value::Object(obj)
 }
 
@@ -96,5 +102,26 @@ mod tests {
         let call = crate::spec::parse_specs(text).unwrap().remove(0);
         let again = parse_call(&call_to_json(&call)).unwrap();
         assert_eq!(call, again);
+    }
+
+    #[test]
+    fn metadata_args_round_trip_and_reject_unknown_fields() {
+        let text = r#"{"id": "m", "args": {}, "metadata_args": {"batch_size": 2, "max_seqlen_q": 1,
+            "max_seqlen_k": 64, "num_heads_q": 8, "num_heads_kv": 2, "headdim": 128,
+            "cache_seqlens": [5, 9], "cu_seqlens_q": [0, 1, 2], "page_size": 16, "causal": true,
+            "window_size": [-1, 0]}}"#;
+        let call = crate::spec::parse_specs(text).unwrap().remove(0);
+        let args = call.metadata_args.as_ref().unwrap();
+        assert_eq!(
+            (args.batch_size, args.page_size, args.window_size),
+            (2, Some(16), Some([-1, 0]))
+        );
+        assert_eq!(parse_call(&call_to_json(&call)).unwrap(), call);
+        let bad = r#"{"args": {}, "metadata_args": {"batch_size": 1, "seqlens": []}}"#;
+        let message = crate::spec::parse_specs(bad).unwrap_err().to_string();
+        assert!(
+            message.starts_with("metadata_args: unknown field `seqlens`"),
+            "{message}"
+        );
     }
 }

@@ -11,6 +11,7 @@ mod musa_sglang;
 pub mod sgl_kernel;
 
 pub use musa::{MUSA, MusaProfile};
+pub use musa_sglang::should_update;
 
 use super::Profile;
 

@@ -148,7 +148,7 @@ fn inject(s: &mut MusaState) -> Result<(), Fail> {
     let batch = py::int(py::shape_at(cu, -1, "musa.W-2.cu_seqlens_q.index")?) - 1;
     let b = backend(s);
     let layer_id = i64::from(b.layer.as_ref().expect("active injection").layer_id);
-    let update = layer_id <= start_layer_id(b)? || force_update(b.force_update_metadata.as_deref());
+    let update = should_update(b)?;
     let (use_mla, cached) = (b.use_mla, b.cached_prefixes.contains(&b.prefix));
     let prefix = b.prefix.clone();
     s.injection = if use_mla {
@@ -180,6 +180,13 @@ fn inject(s: &mut MusaState) -> Result<(), Fail> {
 
 fn py_bool(b: bool) -> String {
     if b { "True" } else { "False" }.to_string()
+}
+
+/// §4.3 `should_update` for the backend's recorded layer (`false` without one): the layer is at or
+/// before the stage's start layer, or the env override is set. Fails as `get_pp_indices` does.
+pub fn should_update(b: &SglangBackend) -> Result<bool, Fail> {
+    let layer_id = b.layer.as_ref().map_or(i64::MAX, |l| i64::from(l.layer_id));
+    Ok(layer_id <= start_layer_id(b)? || force_update(b.force_update_metadata.as_deref()))
 }
 
 /// The first layer this pipeline stage refreshes metadata at (§4.3 steps 2–4).

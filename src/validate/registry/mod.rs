@@ -5,6 +5,7 @@
 
 pub mod cuda;
 mod musa;
+mod scheduler;
 
 use super::{Exception, Severity};
 
@@ -43,7 +44,10 @@ pub fn sites() -> impl Iterator<Item = &'static Site> {
 
 /// Every hazard kind.
 pub fn hazards() -> impl Iterator<Item = &'static HazardDef> {
-    musa::HAZARDS.iter().chain(cuda::hazards())
+    musa::HAZARDS
+        .iter()
+        .chain(cuda::hazards())
+        .chain(scheduler::HAZARDS)
 }
 
 /// The site registered under `id`.

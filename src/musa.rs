@@ -1,0 +1,299 @@
+//! The whole MUSA stack as one function: SGLang's V3 wrapper (with its scheduler-metadata
+//! auto-injection) → mate's FA3 wrapper → mate's forward, the kernel path standing in for the
+//! device.
+//!
+//! [`flash_attn_with_kvcache`] raises what the `musa` profile raises; otherwise it picks the
+//! metadata the forward reads (the passed tensor, or the one SGLang injects: recomputed through
+//! mate's `get_scheduler_metadata` with the layer's and backend's values, or the tensor cached under
+//! the prefix), runs the kernel path driven by it, and returns what the Python call returns. The
+//! wrapper's module-global metadata dict is an explicit [`InjectionCache`] the caller keeps
+//! between calls. Calls mate routes to its MLA decode branch give [`MusaError::MlaBranch`].
+
+use crate::call::{Dtype, KvCacheCall, LayerInfo, MetadataArgsSpec, SglangBackend};
+use crate::kernel::{self, KernelError, KernelOptions, MetadataSource};
+use crate::mate::DEFAULT_MP;
+use crate::scheduler::{self, MetadataError};
+use crate::tensor::{DEFAULT_MEMORY_CAP, HostTensor, MaterialiseError, Tensors, materialise};
+use crate::validate::profiles::{MUSA, should_update};
+use crate::validate::{Hazard, Profile, Rejection, engine};
+use ndarray::{ArrayD, IxDyn};
+use std::collections::BTreeMap;
+use thiserror::Error;
+
+/// The modelled device.
+#[derive(Clone, Debug, PartialEq)]
+pub struct MusaOptions {
+    /// Multiprocessor count (metadata kernel, split heuristic, persistent grid).
+    pub mp: usize,
+    /// Cap on the bytes materialising and running the call may take.
+    pub memory_cap: usize,
+}
+
+impl Default for MusaOptions {
+    fn default() -> Self {
+        MusaOptions {
+            mp: DEFAULT_MP,
+            memory_cap: DEFAULT_MEMORY_CAP,
+        }
+    }
+}
+
+/// A metadata tensor SGLang stored under a prefix, and what it was computed from.
+#[derive(Clone, Debug, PartialEq)]
+pub struct CachedMetadata {
+    pub args: MetadataArgsSpec,
+    pub values: Vec<i32>,
+    /// The id of the call whose injection computed it.
+    pub computed_for: String,
+}
+
+/// `_MATE_NO_MLA_SCHEDULER_METADATA_DICT` (musa-fa3.md §4.5), shared by every call of a process.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct InjectionCache {
+    pub by_prefix: BTreeMap<String, CachedMetadata>,
+}
+
+/// The metadata the forward received.
+#[derive(Clone, Debug, PartialEq)]
+pub enum MetadataUsed {
+    /// None passed and no injection: single-tile scheduler, one split.
+    None,
+    /// The caller's `scheduler_metadata` tensor.
+    Passed(Vec<i32>),
+    /// Injected by SGLang: freshly computed (`recomputed`) or reused from the prefix's entry.
+    Injected {
+        prefix: String,
+        recomputed: bool,
+        metadata: Box<CachedMetadata>,
+    },
+    /// MLA backend: the `(workspace, is_inited)` tuple (§4.4).
+    MlaWorkspace { is_inited: bool },
+}
+
+/// What the Python call returns (musa-fa3.md §7).
+#[derive(Clone, Debug, PartialEq)]
+pub enum Returned {
+    /// `return_softmax_lse=False`.
+    Out(HostTensor),
+    /// fmha path, `return_softmax_lse=True`: `(out, lse, o_accum, lse_accum)`. The accumulators are
+    /// uninitialised allocations on the device (only split slots hold meaning), so only their shapes
+    /// are given.
+    OutLseAccum {
+        out: HostTensor,
+        lse: HostTensor,
+        o_accum_shape: Vec<usize>,
+        lse_accum_shape: Vec<usize>,
+    },
+}
+
+impl Returned {
+    pub fn out(&self) -> &HostTensor {
+        match self {
+            Returned::Out(out) | Returned::OutLseAccum { out, .. } => out,
+        }
+    }
+
+    pub fn lse(&self) -> Option<&HostTensor> {
+        match self {
+            Returned::Out(_) => None,
+            Returned::OutLseAccum { lse, .. } => Some(lse),
+        }
+    }
+}
+
+/// The result of one call on the modelled stack.
+#[derive(Clone, Debug, PartialEq)]
+pub struct MusaOutput {
+    pub returned: Returned,
+    /// The caches after the call (updated in place when `k`/`v` are appended).
+    pub k_cache: HostTensor,
+    pub v_cache: HostTensor,
+    pub metadata: MetadataUsed,
+    /// S_F, the forward's split count.
+    pub num_splits: usize,
+    /// The profile's hazards.
+    pub hazards: Vec<Hazard>,
+}
+
+#[derive(Debug, Error, PartialEq)]
+pub enum MusaError {
+    /// The stack raises this exception.
+    #[error("{0}")]
+    Raises(Rejection),
+    #[error(transparent)]
+    Materialise(#[from] MaterialiseError),
+    /// The kernel path refuses the call (it would read or write out of bounds on the device).
+    #[error(transparent)]
+    Kernel(#[from] KernelError),
+    /// SGLang reuses the tensor cached under `prefix`, which the context lists but whose contents
+    /// are unknown (no call of this session computed it).
+    #[error("the metadata cached under {0} is reused, but its contents are unknown")]
+    UnknownCachedMetadata(String),
+    #[error("injected metadata: {0}")]
+    Metadata(#[from] MetadataError),
+    /// mate's MLA decode branch (its own kernels and `(workspace, flag)` metadata) has no model on
+    /// the kernel path.
+    #[error("the MLA decode branch is not modelled by the kernel path")]
+    MlaBranch,
+}
+
+/// The backend state the profile sees: prefixes this session cached are cached.
+fn with_cached_prefixes(call: &KvCacheCall, cache: &InjectionCache) -> KvCacheCall {
+    let mut call = call.clone();
+    if let Some(backend) = call.context.sglang_backend.as_mut() {
+        for prefix in cache.by_prefix.keys() {
+            if !backend.cached_prefixes.contains(prefix) {
+                backend.cached_prefixes.push(prefix.clone());
+            }
+        }
+    }
+    call
+}
+
+/// The metadata the wrapper hands to mate for `call` (§4.1–§4.5), updating `cache` when it
+/// recomputes. The call must have passed the `musa` profile (which runs the same trigger and
+/// raises the injection's exceptions).
+pub fn injected_metadata(
+    call: &KvCacheCall,
+    tensors: &Tensors,
+    cache: &mut InjectionCache,
+    mp: usize,
+) -> Result<MetadataUsed, MusaError> {
+    if let Some(t) = tensors.get("scheduler_metadata") {
+        return Ok(MetadataUsed::Passed(
+            t.ints().into_iter().map(|v| v as i32).collect(),
+        ));
+    }
+    let Some((backend, layer)) = active_backend(call) else {
+        return Ok(MetadataUsed::None);
+    };
+    let update = should_update(backend).map_err(|fail| MusaError::Raises(engine::reject(fail)))?;
+    if backend.use_mla {
+        return Ok(MetadataUsed::MlaWorkspace { is_inited: !update });
+    }
+    let prefix = backend.prefix.clone();
+    if !update {
+        if let Some(cached) = cache.by_prefix.get(&prefix) {
+            return Ok(MetadataUsed::Injected {
+                prefix,
+                recomputed: false,
+                metadata: Box::new(cached.clone()),
+            });
+        }
+        if backend.cached_prefixes.contains(&prefix) {
+            return Err(MusaError::UnknownCachedMetadata(prefix));
+        }
+    }
+    let args = scheduler::sglang_injected_args(call, tensors, layer, backend.max_seqlen_k)
+        .map_err(|m| MusaError::Metadata(MetadataError::Rejected(m)))?;
+    let values = scheduler::get_scheduler_metadata(&args, mp)?.to_tensor();
+    let metadata = CachedMetadata {
+        args,
+        values,
+        computed_for: call.id.clone(),
+    };
+    cache.by_prefix.insert(prefix.clone(), metadata.clone());
+    Ok(MetadataUsed::Injected {
+        prefix,
+        recomputed: true,
+        metadata: Box::new(metadata),
+    })
+}
+
+/// The backend and its recorded layer when the wrapper injects: no metadata passed, a backend,
+/// a layer (§4.1).
+fn active_backend(call: &KvCacheCall) -> Option<(&SglangBackend, &LayerInfo)> {
+    if call
+        .passed("scheduler_metadata")
+        .is_some_and(|v| !v.is_none())
+    {
+        return None;
+    }
+    let backend = call.context.sglang_backend.as_ref()?;
+    Some((backend, backend.layer.as_ref()?))
+}
+
+/// `flash_attn_with_kvcache(**call)` on the MUSA stack, materialising the call's tensors.
+pub fn flash_attn_with_kvcache(
+    call: &KvCacheCall,
+    cache: &mut InjectionCache,
+    options: &MusaOptions,
+) -> Result<MusaOutput, MusaError> {
+    let tensors = materialise(call, options.memory_cap)?;
+    flash_attn_with_kvcache_on(call, tensors, cache, options)
+}
+
+/// [`flash_attn_with_kvcache`] on already materialised tensors.
+pub fn flash_attn_with_kvcache_on(
+    call: &KvCacheCall,
+    mut tensors: Tensors,
+    cache: &mut InjectionCache,
+    options: &MusaOptions,
+) -> Result<MusaOutput, MusaError> {
+    let call = with_cached_prefixes(call, cache);
+    let verdict = MUSA.validate(&call);
+    let resolved = match verdict.outcome {
+        crate::validate::Outcome::Rejected(rejection) => return Err(MusaError::Raises(rejection)),
+        crate::validate::Outcome::Accepted(resolved) => resolved,
+    };
+    if resolved.mla_decode {
+        return Err(MusaError::MlaBranch);
+    }
+    let metadata = injected_metadata(&call, &tensors, cache, options.mp)?;
+    let values = match &metadata {
+        MetadataUsed::Passed(values) => Some(values),
+        MetadataUsed::Injected { metadata, .. } => Some(&metadata.values),
+        MetadataUsed::None | MetadataUsed::MlaWorkspace { .. } => None,
+    };
+    if let Some(values) = values {
+        let data = ArrayD::from_shape_vec(
+            IxDyn(&[values.len()]),
+            values.iter().map(|&v| f64::from(v)).collect(),
+        )
+        .expect("1-D");
+        tensors.insert(
+            "scheduler_metadata".into(),
+            HostTensor {
+                dtype: Dtype::Int32,
+                data,
+            },
+        );
+    }
+    let kernel_options = KernelOptions {
+        mp: options.mp,
+        metadata: MetadataSource::FromCall,
+        memory_cap: options.memory_cap,
+        ..KernelOptions::default()
+    };
+    let output = kernel::run(&call, &tensors, &kernel_options)?;
+    let return_lse = call
+        .bind_canonical()
+        .map_err(KernelError::Rejected)?
+        .get("return_softmax_lse")
+        .truthy()
+        .unwrap_or(false);
+    let returned = if !return_lse {
+        Returned::Out(output.out)
+    } else {
+        let (b, h, splits) = (resolved.batch_size, resolved.num_heads, output.num_splits);
+        let (batches, rows) = if resolved.varlen_q {
+            (1, resolved.total_q)
+        } else {
+            (b, resolved.seqlen_q)
+        };
+        Returned::OutLseAccum {
+            out: output.out,
+            lse: output.lse,
+            o_accum_shape: vec![batches, h, splits, rows, resolved.head_size_v],
+            lse_accum_shape: vec![batches, h, splits, rows],
+        }
+    };
+    Ok(MusaOutput {
+        returned,
+        k_cache: output.k_cache,
+        v_cache: output.v_cache,
+        metadata,
+        num_splits: output.num_splits,
+        hazards: verdict.hazards,
+    })
+}

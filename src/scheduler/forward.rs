@@ -1,0 +1,358 @@
+//! SGLang's scheduler-metadata auto-injection emulated over a forward pass (musa-fa3.md §4).
+//!
+//! A forward pass is a JSON object:
+//!
+//! ```json
+//! {"id": "hybrid-swa", "backend": {"prefix": "forward_decode", "num_hidden_layers": 4, "max_seqlen_k": 64},
+//!  "calls": [{"layer": {"layer_id": 0, "tp_q_head_num": 8, "tp_k_head_num": 2, "qk_head_dim": 64, "v_head_dim": 64},
+//!             "prefix": "forward_decode", "max_seqlen_k": 64, "call": {"id": "l0", "args": {...}}}]}
+//! ```
+//!
+//! `backend` is the `context.sglang_backend` object of call specs (its `layer` must be absent: each
+//! call names the layer it runs as); a call's optional `prefix` and `max_seqlen_k` replace the
+//! backend's for that call and the ones after it, as `_set_current_state` does. The call specs'
+//! own `context` is replaced. Calls run in order through [`crate::musa::injected_metadata`] with
+//! one shared metadata dict; each gets the metadata the wrapper hands to mate, which is then
+//! checked against the call's own arguments ([`super::check_buffer`]).
+
+use super::stale::{check_buffer, hazard};
+use crate::call::{KvCacheCall, LayerInfo, SglangBackend};
+use crate::cli::ExitStatus;
+use crate::musa::{InjectionCache, MetadataUsed, MusaError, injected_metadata};
+use crate::spec::{SpecError, parse_call};
+use crate::tensor::{DEFAULT_MEMORY_CAP, Tensors, materialise};
+use crate::validate::profiles::MUSA;
+use crate::validate::{Hazard, Profile, Severity};
+use serde::{Deserialize, Serialize};
+use std::io::Write;
+
+/// One call of a forward pass and the layer it runs as.
+#[derive(Clone, Debug, PartialEq)]
+pub struct PassCall {
+    pub layer: LayerInfo,
+    pub prefix: Option<String>,
+    pub max_seqlen_k: Option<i64>,
+    pub call: KvCacheCall,
+}
+
+/// A forward pass: the backend state before it and its calls in order.
+#[derive(Clone, Debug, PartialEq)]
+pub struct ForwardPass {
+    pub id: String,
+    pub backend: SglangBackend,
+    pub calls: Vec<PassCall>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct PassCallJson {
+    layer: LayerInfo,
+    #[serde(default)]
+    prefix: Option<String>,
+    #[serde(default)]
+    max_seqlen_k: Option<i64>,
+    call: serde_json::Value,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct ForwardPassJson {
+    id: String,
+    backend: SglangBackend,
+    calls: Vec<PassCallJson>,
+}
+
+/// Parses a forward pass; errors name the JSON path.
+pub fn parse_forward(text: &str) -> Result<ForwardPass, SpecError> {
+    let json: ForwardPassJson = serde_json::from_str(text).map_err(|e| SpecError {
+        path: String::new(),
+        message: e.to_string(),
+    })?;
+    if json.backend.layer.is_some() {
+        return Err(SpecError {
+            path: "backend.layer".into(),
+            message: "each call names its layer; the backend has none".into(),
+        });
+    }
+    let calls = json
+        .calls
+        .into_iter()
+        .enumerate()
+        .map(|(i, c)| {
+            let call = parse_call(&c.call).map_err(|e| SpecError {
+                path: format!("calls[{i}].call.{}", e.path)
+                    .trim_end_matches('.')
+                    .into(),
+                message: e.message,
+            })?;
+            Ok(PassCall {
+                layer: c.layer,
+                prefix: c.prefix,
+                max_seqlen_k: c.max_seqlen_k,
+                call,
+            })
+        })
+        .collect::<Result<_, SpecError>>()?;
+    Ok(ForwardPass {
+        id: json.id,
+        backend: json.backend,
+        calls,
+    })
+}
+
+/// A hazard as reports show it.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct Finding {
+    pub code: &'static str,
+    pub severity: Severity,
+    pub message: String,
+}
+
+impl From<Hazard> for Finding {
+    fn from(h: Hazard) -> Finding {
+        Finding {
+            code: h.code,
+            severity: h.severity,
+            message: h.message,
+        }
+    }
+}
+
+/// What one call of the pass received and what is wrong with it.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct CallReport {
+    pub call: String,
+    pub layer_id: u32,
+    pub prefix: String,
+    /// `accepted`, or the exception the stack raises.
+    pub outcome: String,
+    /// Where the forward's metadata came from.
+    pub metadata: String,
+    /// Whether any finding is a warning or an error, or the call raises.
+    pub flagged: bool,
+    pub findings: Vec<Finding>,
+}
+
+/// The findings of a whole pass.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct ForwardReport {
+    pub id: String,
+    pub calls: Vec<CallReport>,
+    pub flagged: usize,
+}
+
+/// The MLA workspace's last writer: the call and the inputs its schedule depends on.
+struct WorkspaceWriter {
+    call: String,
+    cache_seqlens: Option<Vec<i64>>,
+    cu_seqlens_q: Option<Vec<i64>>,
+}
+
+impl WorkspaceWriter {
+    fn of(call: &KvCacheCall, tensors: &Tensors) -> WorkspaceWriter {
+        let ints = |name: &str| tensors.get(name).map(|t| t.ints());
+        WorkspaceWriter {
+            call: call.id.clone(),
+            cache_seqlens: ints("cache_seqlens"),
+            cu_seqlens_q: ints("cu_seqlens_q"),
+        }
+    }
+
+    fn differences(&self, other: &WorkspaceWriter) -> Vec<&'static str> {
+        let mut out = Vec::new();
+        if self.cache_seqlens != other.cache_seqlens {
+            out.push("cache_seqlens");
+        }
+        if self.cu_seqlens_q != other.cu_seqlens_q {
+            out.push("cu_seqlens_q");
+        }
+        out
+    }
+}
+
+/// Runs the pass's calls in order through the wrapper's injection and checks what each receives.
+pub fn emulate(pass: &ForwardPass, mp: usize) -> ForwardReport {
+    let mut backend = pass.backend.clone();
+    let mut cache = InjectionCache::default();
+    let mut workspace: Option<WorkspaceWriter> = None;
+    let mut reports = Vec::new();
+    for step in &pass.calls {
+        if let Some(prefix) = &step.prefix {
+            backend.prefix.clone_from(prefix);
+        }
+        if step.max_seqlen_k.is_some() {
+            backend.max_seqlen_k = step.max_seqlen_k;
+        }
+        backend.layer = Some(step.layer.clone());
+        for prefix in cache.by_prefix.keys() {
+            if !backend.cached_prefixes.contains(prefix) {
+                backend.cached_prefixes.push(prefix.clone());
+            }
+        }
+        let mut call = step.call.clone();
+        call.context.sglang_backend = Some(backend.clone());
+        let mut report = CallReport {
+            call: call.id.clone(),
+            layer_id: step.layer.layer_id,
+            prefix: backend.prefix.clone(),
+            outcome: "accepted".into(),
+            metadata: String::new(),
+            flagged: false,
+            findings: Vec::new(),
+        };
+        let verdict = MUSA.validate(&call);
+        if let Some(rejection) = verdict.rejection() {
+            report.outcome = format!("raises {rejection}");
+            report.metadata = "none (the call raises)".into();
+            report.flagged = true;
+            reports.push(report);
+            continue;
+        }
+        let tensors = match materialise(&call, DEFAULT_MEMORY_CAP) {
+            Ok(t) => t,
+            Err(e) => {
+                report
+                    .findings
+                    .push(hazard("H-SCHED-UNCHECKED", &[e.to_string()]).into());
+                report.flagged = true;
+                reports.push(report);
+                continue;
+            }
+        };
+        let received = injected_metadata(&call, &tensors, &mut cache, mp);
+        let (description, findings) = match received {
+            Ok(MetadataUsed::None) => ("none".to_string(), Vec::new()),
+            Ok(MetadataUsed::Passed(values)) => (
+                "passed by the caller".to_string(),
+                check_buffer(&call, &tensors, &values, call.metadata_args.as_ref(), mp),
+            ),
+            Ok(MetadataUsed::Injected {
+                prefix,
+                recomputed,
+                metadata,
+            }) => {
+                let how = if recomputed {
+                    format!("recomputed and stored under {prefix}")
+                } else {
+                    format!(
+                        "reused from {prefix}, computed for call {}",
+                        metadata.computed_for
+                    )
+                };
+                let call = super::with_metadata(&call, &metadata.values);
+                let findings =
+                    check_buffer(&call, &tensors, &metadata.values, Some(&metadata.args), mp);
+                (how, findings)
+            }
+            Ok(MetadataUsed::MlaWorkspace { is_inited }) => {
+                let this = WorkspaceWriter::of(&call, &tensors);
+                let mut findings = Vec::new();
+                if !is_inited {
+                    workspace = Some(this);
+                } else if let Some(writer) = &workspace {
+                    let differ = writer.differences(&this);
+                    if !differ.is_empty() {
+                        findings.push(hazard(
+                            "H-SCHED-MLA-WORKSPACE-STALE",
+                            &[writer.call.clone(), differ.join(", ")],
+                        ));
+                    }
+                }
+                (
+                    format!(
+                        "MLA workspace, is_inited={}",
+                        if is_inited { "True" } else { "False" }
+                    ),
+                    findings,
+                )
+            }
+            Err(MusaError::Raises(rejection)) => {
+                report.outcome = format!("raises {rejection}");
+                ("none (the call raises)".to_string(), Vec::new())
+            }
+            Err(e) => (
+                "unknown".to_string(),
+                vec![hazard("H-SCHED-UNCHECKED", &[e.to_string()])],
+            ),
+        };
+        report.metadata = description;
+        report.flagged = report.outcome != "accepted"
+            || findings.iter().any(|h| h.severity >= Severity::Warning);
+        report.findings = findings.into_iter().map(Finding::from).collect();
+        reports.push(report);
+    }
+    ForwardReport {
+        id: pass.id.clone(),
+        flagged: reports.iter().filter(|r| r.flagged).count(),
+        calls: reports,
+    }
+}
+
+/// The report as text: one block per call, flagged calls marked.
+pub fn render_human(report: &ForwardReport) -> String {
+    let mut out = format!("forward pass {}\n", report.id);
+    for r in &report.calls {
+        let mark = if r.flagged { "FLAG" } else { "ok  " };
+        out.push_str(&format!(
+            "{mark} {} (layer {}, {}): {}; metadata: {}\n",
+            r.call, r.layer_id, r.prefix, r.outcome, r.metadata
+        ));
+        for f in &r.findings {
+            let severity = format!("{:?}", f.severity).to_lowercase();
+            out.push_str(&format!("     {severity} {}: {}\n", f.code, f.message));
+        }
+    }
+    out.push_str(&format!(
+        "{} of {} calls flagged\n",
+        report.flagged,
+        report.calls.len()
+    ));
+    out
+}
+
+/// `fa3conform forward FILE`.
+#[derive(Debug, clap::Args)]
+pub struct ForwardArgs {
+    /// The forward pass (JSON, see `fa3conform::scheduler::forward`; `-` for stdin).
+    pub file: std::path::PathBuf,
+    #[arg(long, value_enum, default_value_t = crate::cli::args::TextOrJson::Human)]
+    pub format: crate::cli::args::TextOrJson,
+    /// Multiprocessor count of the modelled MUSA device.
+    #[arg(long, default_value_t = crate::mate::DEFAULT_MP)]
+    pub mp: usize,
+}
+
+/// Runs `fa3conform forward`: exit 1 when a call is flagged, 2 for unreadable input.
+pub fn run_forward(args: &ForwardArgs, out: &mut dyn Write) -> ExitStatus {
+    let text = if args.file.as_os_str() == "-" {
+        let mut text = String::new();
+        std::io::Read::read_to_string(&mut std::io::stdin(), &mut text).map(|_| text)
+    } else {
+        std::fs::read_to_string(&args.file)
+    };
+    let pass = match text
+        .map_err(|e| format!("reading {}: {e}", args.file.display()))
+        .and_then(|t| parse_forward(&t).map_err(|e| e.to_string()))
+    {
+        Ok(pass) => pass,
+        Err(message) => {
+            eprintln!("error: {message}");
+            return ExitStatus::Error;
+        }
+    };
+    let report = emulate(&pass, args.mp);
+    let text = match args.format {
+        crate::cli::args::TextOrJson::Human => render_human(&report),
+        crate::cli::args::TextOrJson::Json => {
+            serde_json::to_string_pretty(&report).expect("report serialises") + "\n"
+        }
+    };
+    if out.write_all(text.as_bytes()).is_err() {
+        return ExitStatus::Error;
+    }
+    if report.flagged > 0 {
+        ExitStatus::Failure
+    } else {
+        ExitStatus::Success
+    }
+}

@@ -1,0 +1,383 @@
+//! The metadata properties the `metadata` conform suite and the proptests check on one valid
+//! MUSA call (musa-fa3.md §6.9–§6.11), through the whole-stack entry point
+//! [`crate::musa::flash_attn_with_kvcache_on`]:
+//!
+//! * **equivalence**: `scheduler_metadata = get_scheduler_metadata(<the call's own arguments>)`
+//!   gives the output of no metadata, bit for bit when every sequence runs unsplit (the same
+//!   partition), within the tolerance rule otherwise, and both match the reference; with sinks the
+//!   metadata is dropped and the output is bit-identical;
+//! * **sensitivity**: metadata computed for one changed argument is detected (a finding), and the
+//!   kernel path shows exactly the consequence the finding names: refused (racing or out-of-bounds
+//!   on the device), NaN rows (never computed), or a result within tolerance (harmless change).
+
+use super::args::{get_scheduler_metadata, own_args};
+use super::stale::{check_buffer, with_metadata};
+use crate::call::{Dtype, KvCacheCall, MetadataArgsSpec, PyValue, TensorValues};
+use crate::cases::Options;
+use crate::kernel::KernelError;
+use crate::musa::{InjectionCache, MusaError, MusaOptions, MusaOutput, flash_attn_with_kvcache_on};
+use crate::reference::{self, Precision, RefOutput, Stack};
+use crate::tensor::{HostTensor, Tensors, materialise};
+use crate::tolerance;
+use crate::validate::profiles::MUSA;
+use crate::validate::{Profile, Severity};
+use ndarray::{ArrayD, IxDyn};
+
+/// What a check established (for coverage statistics).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum Established {
+    /// The call is outside what the property covers (rejected, MLA, or the changed arguments have
+    /// no metadata).
+    NotApplicable,
+    /// Same partition: outputs bit-identical.
+    BitIdentical,
+    /// Other split partition: both within tolerance of the reference.
+    WithinTolerance,
+    /// Sinks: metadata dropped, output bit-identical to no metadata.
+    DroppedBySinks,
+    /// The metadata computed from the call's own arguments already breaks a device requirement
+    /// (found, and the kernel path shows it).
+    OwnMetadataHazard,
+    /// Sensitivity: detected, harmless (kernel result within tolerance).
+    DetectedHarmless,
+    /// Sensitivity: detected, rows never computed (NaN on the kernel path).
+    DetectedRowsMissing,
+    /// Sensitivity: detected, the device would race or read out of bounds (the kernel path refuses).
+    DetectedRefused,
+}
+
+/// One argument of `get_scheduler_metadata` changed away from the call's own.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Change {
+    MaxSeqlenQ,
+    CacheSeqlens,
+    Heads,
+    Window,
+    Causal,
+    PageSize,
+    BatchOrder,
+}
+
+impl Change {
+    pub const ALL: [Change; 7] = [
+        Change::MaxSeqlenQ,
+        Change::CacheSeqlens,
+        Change::Heads,
+        Change::Window,
+        Change::Causal,
+        Change::PageSize,
+        Change::BatchOrder,
+    ];
+
+    pub fn name(self) -> &'static str {
+        match self {
+            Change::MaxSeqlenQ => "max_seqlen_q",
+            Change::CacheSeqlens => "cache_seqlens",
+            Change::Heads => "heads",
+            Change::Window => "window",
+            Change::Causal => "causal",
+            Change::PageSize => "page_size",
+            Change::BatchOrder => "batch_order",
+        }
+    }
+
+    /// The changed arguments; `None` when the change does not apply (one sequence for batch order).
+    pub fn apply(self, own: &MetadataArgsSpec) -> Option<MetadataArgsSpec> {
+        let mut args = own.clone();
+        match self {
+            Change::MaxSeqlenQ => {
+                args.max_seqlen_q = if own.max_seqlen_q > 1 {
+                    1
+                } else {
+                    own.max_seqlen_q + 300
+                };
+            }
+            Change::CacheSeqlens => {
+                args.cache_seqlens = own.cache_seqlens.iter().map(|&s| s + 700).collect();
+            }
+            Change::Heads => {
+                args.num_heads_q = if own.num_heads_q > own.num_heads_kv {
+                    own.num_heads_kv
+                } else {
+                    own.num_heads_q * 8
+                };
+            }
+            Change::Window => {
+                args.window_size = match own.window_size {
+                    Some([l, r]) if l >= 0 || r >= 0 => None,
+                    _ => Some([0, 0]),
+                };
+            }
+            Change::Causal => args.causal = !own.causal,
+            Change::PageSize => args.page_size = Some(own.page_size.unwrap_or(1) * 2 + 1),
+            Change::BatchOrder => {
+                if own.batch_size < 2 {
+                    return None;
+                }
+                args.cache_seqlens.reverse();
+                for v in [&mut args.cache_leftpad].into_iter().flatten() {
+                    v.reverse();
+                }
+                for cu in [&mut args.cu_seqlens_q, &mut args.cu_seqlens_k_new]
+                    .into_iter()
+                    .flatten()
+                {
+                    let mut lengths: Vec<i64> = cu.windows(2).map(|w| w[1] - w[0]).collect();
+                    lengths.reverse();
+                    let mut at = 0;
+                    *cu = std::iter::once(0)
+                        .chain(lengths.into_iter().map(|l| {
+                            at += l;
+                            at
+                        }))
+                        .collect();
+                }
+            }
+        }
+        Some(args)
+    }
+}
+
+/// Runs `call` on the whole stack; `tensors` are the materialised tensors of the call without
+/// metadata, to which the passed metadata's values are added.
+fn run(call: &KvCacheCall, tensors: &Tensors, mp: usize) -> Result<MusaOutput, MusaError> {
+    let options = MusaOptions {
+        mp,
+        ..MusaOptions::default()
+    };
+    let mut tensors = tensors.clone();
+    if let Some(TensorValues::Int(values)) = call
+        .passed("scheduler_metadata")
+        .and_then(PyValue::as_tensor)
+        .and_then(|t| t.values.as_ref())
+    {
+        let data = ArrayD::from_shape_vec(
+            IxDyn(&[values.len()]),
+            values.iter().map(|&x| x as f64).collect(),
+        )
+        .expect("1-D");
+        tensors.insert(
+            "scheduler_metadata".into(),
+            HostTensor {
+                dtype: Dtype::Int32,
+                data,
+            },
+        );
+    }
+    flash_attn_with_kvcache_on(call, tensors, &mut InjectionCache::default(), &options)
+}
+
+fn as_ref_output(output: &MusaOutput, reference: &RefOutput) -> Result<RefOutput, String> {
+    let lse = output
+        .returned
+        .lse()
+        .ok_or("the case must return the lse")?;
+    Ok(RefOutput {
+        out: output.returned.out().data.clone(),
+        lse: lse.data.clone(),
+        k_cache: Some(output.k_cache.data.clone()),
+        v_cache: Some(output.v_cache.data.clone()),
+        dtype: reference.dtype,
+        rotated_keys: reference.rotated_keys,
+    })
+}
+
+/// Judges `output` against the reference of `call` under the tolerance rule.
+fn matches_reference(
+    call: &KvCacheCall,
+    tensors: &Tensors,
+    output: &MusaOutput,
+) -> Result<(), String> {
+    let exact =
+        reference::run(call, tensors, Stack::Musa, Precision::Exact).map_err(|e| e.to_string())?;
+    let low = reference::run(call, tensors, Stack::Musa, Precision::LowPrecision)
+        .map_err(|e| e.to_string())?;
+    tolerance::compare(&as_ref_output(output, &exact)?, &exact, &low)
+        .map(|_| ())
+        .map_err(|e| e.to_string())
+}
+
+/// Element-wise identity, NaN equal to NaN.
+fn bit_identical(a: &MusaOutput, b: &MusaOutput) -> bool {
+    let same = |x: &ndarray::ArrayD<f64>, y: &ndarray::ArrayD<f64>| {
+        x.shape() == y.shape()
+            && x.iter()
+                .zip(y.iter())
+                .all(|(p, q)| p.to_bits() == q.to_bits() || (p.is_nan() && q.is_nan()))
+    };
+    same(&a.returned.out().data, &b.returned.out().data)
+        && a.returned
+            .lse()
+            .zip(b.returned.lse())
+            .is_none_or(|(x, y)| same(&x.data, &y.data))
+        && same(&a.k_cache.data, &b.k_cache.data)
+        && same(&a.v_cache.data, &b.v_cache.data)
+}
+
+/// A valid, non-MLA MUSA call (the properties' domain), with its tensors.
+fn domain(call: &KvCacheCall) -> Result<Option<Tensors>, String> {
+    let verdict = MUSA.validate(call);
+    match verdict.resolved() {
+        Some(r) if !r.mla_decode => {}
+        _ => return Ok(None),
+    }
+    if call
+        .passed("scheduler_metadata")
+        .is_some_and(|v| !v.is_none())
+    {
+        return Ok(None);
+    }
+    materialise(call, 1 << 28)
+        .map(Some)
+        .map_err(|e| e.to_string())
+}
+
+/// How the kernel path must show the findings' consequence, and whether it does.
+fn kernel_shows(
+    call: &KvCacheCall,
+    tensors: &Tensors,
+    codes: &[&'static str],
+    mp: usize,
+) -> Result<Established, String> {
+    let refused = codes
+        .iter()
+        .any(|c| matches!(*c, "H-SCHED-BATCH-TABLE" | "H-SCHED-SPLITS-EXCEED"));
+    let missing = codes
+        .iter()
+        .any(|c| matches!(*c, "H-SCHED-M-BLOCKS" | "H-SCHED-SPLITS-NONPOSITIVE"));
+    let result = run(call, tensors, mp);
+    if refused {
+        return match result {
+            Err(MusaError::Kernel(KernelError::Rejected(_))) => Ok(Established::DetectedRefused),
+            other => Err(format!(
+                "findings {codes:?} say the device races or reads out of bounds, the kernel path gave {:?}",
+                other.map(|o| o.num_splits)
+            )),
+        };
+    }
+    let output = result.map_err(|e| format!("kernel path failed: {e}"))?;
+    if missing {
+        // Unwritten rows come back NaN; when the sequence is split, the combine merges the
+        // never-written partial slots instead, and the rows are wrong rather than NaN.
+        let nan = output.returned.out().data.iter().any(|x| x.is_nan());
+        return if nan || matches_reference(call, tensors, &output).is_err() {
+            Ok(Established::DetectedRowsMissing)
+        } else {
+            Err(format!(
+                "findings {codes:?} say rows are never computed, the kernel path computed them all"
+            ))
+        };
+    }
+    matches_reference(call, tensors, &output)
+        .map(|()| Established::DetectedHarmless)
+        .map_err(|e| format!("findings {codes:?} say harmless, but the result differs: {e}"))
+}
+
+fn error_codes(findings: &[crate::validate::Hazard]) -> Vec<&'static str> {
+    findings
+        .iter()
+        .filter(|h| h.severity == Severity::Error)
+        .map(|h| h.code)
+        .collect()
+}
+
+/// The equivalence property for `call` on a device with `mp` multiprocessors.
+pub fn check_equivalence(call: &KvCacheCall, mp: usize) -> Result<Established, String> {
+    let Some(tensors) = domain(call)? else {
+        return Ok(Established::NotApplicable);
+    };
+    let own = own_args(call, &tensors)?;
+    let Ok(metadata) = get_scheduler_metadata(&own, mp) else {
+        return Ok(Established::NotApplicable);
+    };
+    let values = metadata.to_tensor();
+    let with = with_metadata(call, &values);
+    let findings = check_buffer(&with, &tensors, &values, Some(&own), mp);
+    let plain = run(call, &tensors, mp).map_err(|e| format!("without metadata: {e}"))?;
+    matches_reference(call, &tensors, &plain).map_err(|e| format!("without metadata: {e}"))?;
+    if findings
+        .iter()
+        .any(|h| h.code == "H-SCHED-DROPPED-BY-SINKS")
+    {
+        let output = run(&with, &tensors, mp).map_err(|e| format!("with metadata: {e}"))?;
+        return if bit_identical(&plain, &output) {
+            Ok(Established::DroppedBySinks)
+        } else {
+            Err("sinks must drop the metadata, but the output changed".into())
+        };
+    }
+    let errors = error_codes(&findings);
+    if !errors.is_empty() {
+        kernel_shows(&with, &tensors, &errors, mp)?;
+        return Ok(Established::OwnMetadataHazard);
+    }
+    let output = run(&with, &tensors, mp).map_err(|e| format!("with metadata: {e}"))?;
+    if metadata.num_splits_dynamic.iter().all(|&n| n <= 1) {
+        if bit_identical(&plain, &output) {
+            Ok(Established::BitIdentical)
+        } else {
+            Err(
+                "every sequence runs unsplit, yet the output differs from the run without metadata"
+                    .into(),
+            )
+        }
+    } else {
+        matches_reference(call, &tensors, &output)
+            .map(|()| Established::WithinTolerance)
+            .map_err(|e| format!("with split metadata: {e}"))
+    }
+}
+
+/// The sensitivity property for `call` and one changed argument.
+pub fn check_sensitivity(
+    call: &KvCacheCall,
+    change: Change,
+    mp: usize,
+) -> Result<Established, String> {
+    let Some(tensors) = domain(call)? else {
+        return Ok(Established::NotApplicable);
+    };
+    let own = own_args(call, &tensors)?;
+    // Batch order is no change when every sequence looks the same.
+    let Some(changed) = change.apply(&own).filter(|changed| *changed != own) else {
+        return Ok(Established::NotApplicable);
+    };
+    let Ok(metadata) = get_scheduler_metadata(&changed, mp) else {
+        return Ok(Established::NotApplicable);
+    };
+    let values = metadata.to_tensor();
+    let with = with_metadata(call, &values);
+    let findings = check_buffer(&with, &tensors, &values, Some(&changed), mp);
+    if findings
+        .iter()
+        .any(|h| h.code == "H-SCHED-DROPPED-BY-SINKS")
+    {
+        return Ok(Established::DroppedBySinks);
+    }
+    if findings.is_empty() {
+        return Err(format!(
+            "metadata computed with another {} is not detected",
+            change.name()
+        ));
+    }
+    kernel_shows(&with, &tensors, &error_codes(&findings), mp)
+}
+
+/// The calls the properties are checked on: MUSA calls long enough to split the key range
+/// (more than 4 key blocks) and, with a few query heads per KV head, to need several m-blocks.
+pub fn case_options() -> Options {
+    Options {
+        max_seqlen_q: 48,
+        max_seqlen_k: 640,
+        max_heads_k: 2,
+        max_group: 8,
+        ..Options::small(Stack::Musa)
+    }
+}
+
+/// `call` with the lse requested (the properties compare it).
+pub fn returning_lse(call: &KvCacheCall) -> KvCacheCall {
+    let mut call = call.clone();
+    call.set("return_softmax_lse", PyValue::Bool(true));
+    call
+}

@@ -1,0 +1,144 @@
+//! SGLang's metadata auto-injection over the example forward passes (`examples/forward-*.json`):
+//! the findings per call are snapshots (snapshots/scheduler/), and the calls each example exists
+//! to show are asserted here as well.
+
+use fa3conform::mate::DEFAULT_MP;
+use fa3conform::scheduler::forward::{ForwardReport, emulate, parse_forward, render_human};
+
+fn insta_settings() -> insta::Settings {
+    let mut settings = insta::Settings::clone_current();
+    settings.set_snapshot_path(concat!(env!("CARGO_MANIFEST_DIR"), "/snapshots/scheduler"));
+    settings.set_prepend_module_to_snapshot(false);
+    settings.set_omit_expression(true);
+    settings
+}
+
+fn report(name: &str) -> ForwardReport {
+    let path = format!(
+        "{}/examples/forward-{name}.json",
+        env!("CARGO_MANIFEST_DIR")
+    );
+    let pass = parse_forward(&std::fs::read_to_string(&path).unwrap()).unwrap();
+    emulate(&pass, DEFAULT_MP)
+}
+
+fn codes(report: &ForwardReport, call: &str) -> Vec<&'static str> {
+    let r = report.calls.iter().find(|r| r.call == call).unwrap();
+    r.findings.iter().map(|f| f.code).collect()
+}
+
+fn flagged(report: &ForwardReport) -> Vec<&str> {
+    report
+        .calls
+        .iter()
+        .filter(|r| r.flagged)
+        .map(|r| r.call.as_str())
+        .collect()
+}
+
+#[test]
+fn plain_model_reuses_metadata_that_describes_every_layer() {
+    let report = report("plain");
+    insta_settings().bind(|| insta::assert_snapshot!("plain", render_human(&report)));
+    assert_eq!(flagged(&report), Vec::<&str>::new());
+    let sources: Vec<&str> = report.calls.iter().map(|r| r.metadata.as_str()).collect();
+    assert_eq!(
+        sources,
+        [
+            "recomputed and stored under forward_decode",
+            "reused from forward_decode, computed for call layer0",
+            "reused from forward_decode, computed for call layer0",
+        ]
+    );
+}
+
+#[test]
+fn hybrid_sliding_window_model_flags_the_layers_the_metadata_does_not_describe() {
+    let report = report("hybrid-swa");
+    insta_settings().bind(|| insta::assert_snapshot!("hybrid-swa", render_human(&report)));
+    // Full-attention layers get the sliding-window layer's metadata.
+    assert!(codes(&report, "layer1-full").contains(&"H-SCHED-ARGS-DIFFER"));
+    // A layer with 32/8 heads and 128-dim heads gets metadata for 4 sequences of the 16/2-head layer.
+    assert!(codes(&report, "layer4-other-heads").contains(&"H-SCHED-ARGS-DIFFER"));
+    let fixed = report
+        .calls
+        .iter()
+        .find(|r| r.call == "layer5-fixed-length")
+        .unwrap();
+    assert_eq!(
+        fixed.outcome,
+        "raises AttributeError: 'NoneType' object has no attribute 'shape'"
+    );
+}
+
+#[test]
+fn mla_cascade_base_call_reuses_the_expand_calls_workspace() {
+    let report = report("mla");
+    insta_settings().bind(|| insta::assert_snapshot!("mla", render_human(&report)));
+    assert_eq!(flagged(&report), ["layer1-base"]);
+    assert_eq!(
+        codes(&report, "layer1-base"),
+        ["H-SCHED-MLA-WORKSPACE-STALE"]
+    );
+}
+
+#[test]
+fn json_report_and_exit_status() {
+    use fa3conform::cli::ExitStatus;
+    use fa3conform::cli::args::TextOrJson;
+    use fa3conform::scheduler::forward::{ForwardArgs, run_forward};
+    let run = |name: &str| {
+        let args = ForwardArgs {
+            file: format!(
+                "{}/examples/forward-{name}.json",
+                env!("CARGO_MANIFEST_DIR")
+            )
+            .into(),
+            format: TextOrJson::Json,
+            mp: DEFAULT_MP,
+        };
+        let mut out = Vec::new();
+        let status = run_forward(&args, &mut out);
+        (
+            status,
+            serde_json::from_slice::<serde_json::Value>(&out).unwrap(),
+        )
+    };
+    let (status, json) = run("plain");
+    assert_eq!(status, ExitStatus::Success);
+    assert_eq!(json["flagged"], 0);
+    let (status, json) = run("mla");
+    assert_eq!(status, ExitStatus::Failure);
+    assert_eq!(json["calls"][2]["findings"][0]["severity"], "error");
+}
+
+#[test]
+fn malformed_passes_name_the_json_path() {
+    let text = r#"{"id": "x", "backend": {}, "calls": [{"layer": {"layer_id": 0, "tp_q_head_num": 1,
+        "tp_k_head_num": 1, "qk_head_dim": 64, "v_head_dim": 64}, "call": {"args": {"q": {"tensor": {"shape": [1], "dtype": "bf17"}}}}}]}"#;
+    let message = parse_forward(text).unwrap_err().to_string();
+    assert!(
+        message.starts_with("calls[0].call.args.q.tensor.dtype: unknown dtype"),
+        "{message}"
+    );
+}
+
+#[test]
+fn context_parallel_extend_reuses_the_last_invocations_metadata() {
+    let report = report("cp-extend");
+    insta_settings().bind(|| insta::assert_snapshot!("cp-extend", render_human(&report)));
+    // Layer 1's first invocation (300 and 40 query rows) gets the metadata of layer 0's second one
+    // (20 and 10 rows): one m-block of 256 rows where sequence 0 needs two.
+    assert_eq!(flagged(&report), ["layer1-prev"]);
+    let prev = &report.calls[2];
+    let m_blocks = prev
+        .findings
+        .iter()
+        .find(|f| f.code == "H-SCHED-M-BLOCKS")
+        .unwrap();
+    assert_eq!(
+        m_blocks.message,
+        "num_m_blocks computed for max_seqlen_q=20, call has 300; cu_seqlens_q=[0, 20, 30], call has \
+         [0, 300, 340]: rows 256..299 of sequence 0 are never computed"
+    );
+}
