@@ -113,3 +113,27 @@ fn export_writes_one_bundle_per_suite_case() {
         }
     }
 }
+
+#[test]
+fn certify_flags_metadata_computed_for_other_arguments() {
+    // musa-fa3.md §6.11 example 1: metadata computed with pack_gqa=None (200 x 8 rows > 256: no
+    // packing, one m-block of 256) used by a call with pack_gqa=True (1600 rows: 7 m-blocks).
+    let output = fa3conform(&[
+        "certify",
+        "examples/stale-metadata-pack-gqa.json",
+        "--format",
+        "json",
+    ]);
+    assert_eq!(
+        output.status.code(),
+        Some(1),
+        "{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    let text = String::from_utf8(output.stdout).unwrap();
+    assert!(text.contains("H-SCHED-M-BLOCKS"), "{text}");
+    assert!(
+        text.contains("rows 32..199 of sequence 0 are never computed"),
+        "{text}"
+    );
+}

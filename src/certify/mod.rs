@@ -5,6 +5,7 @@
 //! otherwise; unreadable input is an [`Error`] (the command maps it to exit status 2).
 
 use crate::call::{KvCacheCall, PyValue, TensorArg, TensorValues, python_float_repr};
+use crate::scheduler::stale_metadata_findings;
 use crate::spec::{SpecError, parse_specs};
 use crate::validate::{Outcome, Profile, Severity, Verdict, profiles};
 use serde_json::{Map, Value, json};
@@ -74,15 +75,26 @@ impl CallReport {
     }
 }
 
-/// Validates `call` against `selected`, plus the gate profile.
+/// Validates `call` against `selected`, plus the gate profile. A call the gate profile accepts
+/// also gets the stale-metadata findings: whether the scheduler metadata it passes (or that
+/// SGLang would inject, or that `metadata_args` describe) matches the call.
 pub fn certify_call(call: &KvCacheCall, selected: &[&'static dyn Profile]) -> CallReport {
-    let verdicts: Vec<Verdict> = selected.iter().map(|p| p.validate(call)).collect();
-    let gate = match verdicts.iter().find(|v| v.profile == GATE_PROFILE) {
-        Some(v) => v.clone(),
-        None => profiles::by_name(GATE_PROFILE)
-            .expect("the gate profile is registered")
-            .validate(call),
-    };
+    let mut gate = profiles::by_name(GATE_PROFILE)
+        .expect("the gate profile is registered")
+        .validate(call);
+    if gate.resolved().is_some() {
+        gate.hazards.extend(stale_metadata_findings(call));
+    }
+    let verdicts: Vec<Verdict> = selected
+        .iter()
+        .map(|p| {
+            if p.name() == GATE_PROFILE {
+                gate.clone()
+            } else {
+                p.validate(call)
+            }
+        })
+        .collect();
     CallReport {
         id: call.id.clone(),
         verdicts,

@@ -27,6 +27,9 @@ pub enum Command {
     Explain(crate::explain::ExplainArgs),
     /// Find flash_attn_with_kvcache call sites in Python code and report what breaks on MUSA.
     Scan(crate::scan::cli::ScanArgs),
+    /// Emulate SGLang's scheduler-metadata injection over a forward pass and flag every call whose
+    /// injected metadata does not describe it.
+    Forward(crate::scheduler::forward::ForwardArgs),
     /// Write case bundles (call, inputs, expected outputs and verdicts) for a device runner.
     Export(crate::bridge::export::ExportArgs),
     /// Compare a device runner's results in case bundles with the expected verdicts and outputs.

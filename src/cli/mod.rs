@@ -27,6 +27,7 @@ pub fn run(cli: Cli, out: &mut dyn Write) -> ExitStatus {
         Command::Explain(args) => crate::explain::run_explain(&args, out)
             .map(ExitStatus::from_code)
             .map_err(anyhow::Error::from),
+        Command::Forward(args) => Ok(crate::scheduler::forward::run_forward(&args, out)),
         Command::Export(args) => Ok(crate::bridge::export::run_export(&args, out)),
         Command::Verify(args) => Ok(crate::bridge::verify::run_verify(&args, out)),
     };
