@@ -46,3 +46,11 @@ fn differential_corpus_replays() {
         "the differential seed corpus is missing"
     );
 }
+
+#[test]
+fn metadata_corpus_replays() {
+    assert!(
+        replay("metadata", harness::metadata) > 0,
+        "the metadata seed corpus is missing"
+    );
+}

@@ -13,7 +13,7 @@ fn main() -> ExitCode {
     let (target, path) = match args.as_slice() {
         [_, target, path] => (target.as_str(), path),
         _ => {
-            eprintln!("usage: fuzz-decode <validate|differential|call_spec> <input file>");
+            eprintln!("usage: fuzz-decode <validate|differential|metadata|call_spec> <input file>");
             return ExitCode::from(2);
         }
     };
@@ -29,6 +29,19 @@ fn main() -> ExitCode {
         "call_spec" => {
             print!("{}", String::from_utf8_lossy(&bytes));
             return ExitCode::SUCCESS;
+        }
+        "metadata" => {
+            return match fa3conform::fuzzing::harness::metadata_case(&bytes) {
+                Some((call, change)) => {
+                    println!("{}", call_to_json(&call));
+                    eprintln!("metadata computed with another {}", change.name());
+                    ExitCode::SUCCESS
+                }
+                None => {
+                    eprintln!("the input does not decode");
+                    ExitCode::from(1)
+                }
+            };
         }
         "validate" => Target::Validation,
         "differential" => Target::Kernel,

@@ -1,7 +1,7 @@
 //! Writes the committed seed corpora of the fuzz targets (`fuzz/corpus/<target>/`),
 //! deterministically: the example and catalogue calls, one small file each, for `call_spec`
 //! (libFuzzer mutates small inputs best, and the corpus stays small); seeded byte strings for the
-//! byte-driven generators of `validate` and `differential`.
+//! byte-driven generators of `validate`, `differential` and `metadata`.
 //!
 //! `cargo run --features internal-testing --bin seed-corpus`
 
@@ -21,9 +21,13 @@ fn main() -> std::io::Result<()> {
     for dir in ["examples", "tests/catalog"] {
         for entry in std::fs::read_dir(root.join(dir))? {
             let path = entry?.path();
-            if !path
-                .extension()
-                .is_some_and(|e| e == "json" || e == "jsonl")
+            let name = path
+                .file_name()
+                .and_then(|n| n.to_str())
+                .unwrap_or_default();
+            // Forward passes (`forward-*.json`) are another format.
+            if name.starts_with("forward-")
+                || !(name.ends_with(".json") || name.ends_with(".jsonl"))
             {
                 continue;
             }
@@ -37,11 +41,16 @@ fn main() -> std::io::Result<()> {
             }
         }
     }
-    for (target, seed) in [("validate", 1u64), ("differential", 2)] {
+    // Metadata cases run the kernel several times each: fewer seeds keep the replay test short.
+    for (target, seed, count) in [
+        ("validate", 1u64, BYTE_SEEDS),
+        ("differential", 2, BYTE_SEEDS),
+        ("metadata", 3, 8),
+    ] {
         let dir = corpus.join(target);
         std::fs::create_dir_all(&dir)?;
         let mut rng = ChaCha8Rng::seed_from_u64(seed);
-        for i in 0..BYTE_SEEDS {
+        for i in 0..count {
             let mut bytes = vec![0u8; BYTE_LEN];
             rng.fill_bytes(&mut bytes);
             std::fs::write(dir.join(format!("seed-{i:03}")), bytes)?;

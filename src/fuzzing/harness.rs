@@ -3,9 +3,10 @@
 use super::generators::{FuzzCall, Target};
 use super::oracles;
 use crate::kernel::MetadataSource;
+use crate::scheduler::properties::{self, Change};
 use crate::spec::parse_specs;
 use crate::tensor::materialise;
-use arbitrary::Unstructured;
+use arbitrary::{Arbitrary, Unstructured};
 
 /// Memory cap for materialising fuzzed calls: large enough for every real small case, small enough
 /// that a fuzzer can never take the machine down.
@@ -67,4 +68,51 @@ pub fn differential(bytes: &[u8]) -> bool {
         &[MetadataSource::None, MetadataSource::Computed],
     )
     .is_ok()
+}
+
+/// The case of the `metadata` target: a call and the argument its metadata is computed without.
+pub fn metadata_case(bytes: &[u8]) -> Option<(crate::call::KvCacheCall, Change)> {
+    let mut u = Unstructured::new(bytes);
+    let seed = u64::arbitrary(&mut u).ok()?;
+    let change = u.choose(&Change::ALL).copied().ok()?;
+    let options = properties::case_options();
+    let mut call =
+        crate::cases::random_call(&mut super::generators::InputRng::new(&mut u), &options);
+    call.seed = seed;
+    Some((properties::returning_lse(&call), change))
+}
+
+/// `metadata`: a valid MUSA call long enough to split, and one `get_scheduler_metadata` argument
+/// changed away from the call's own → equivalence with its own metadata, detection (with the
+/// consequence the kernel path shows) with the changed one; never a panic or an out-of-bounds
+/// access in the kernel path.
+pub fn metadata(bytes: &[u8]) -> bool {
+    use crate::scheduler::properties::{self, Change};
+    let mut u = Unstructured::new(bytes);
+    let Ok(seed) = u64::arbitrary(&mut u) else {
+        return false;
+    };
+    let Ok(change) = u.choose(&Change::ALL).copied() else {
+        return false;
+    };
+    let options = properties::case_options();
+    let mut call =
+        crate::cases::random_call(&mut super::generators::InputRng::new(&mut u), &options);
+    call.seed = seed;
+    let call = properties::returning_lse(&call);
+    let mp = crate::mate::DEFAULT_MP;
+    if let Err(e) = properties::check_equivalence(&call, mp) {
+        panic!(
+            "metadata equivalence: {e}\ncall: {}",
+            crate::spec::call_to_json(&call)
+        );
+    }
+    if let Err(e) = properties::check_sensitivity(&call, change, mp) {
+        panic!(
+            "metadata sensitivity ({}): {e}\ncall: {}",
+            change.name(),
+            crate::spec::call_to_json(&call)
+        );
+    }
+    true
 }
