@@ -7,7 +7,6 @@ use crate::kernel::{self, KernelOptions, MetadataSource};
 use crate::reference::{self, Precision, RefOutput, Stack};
 use crate::spec::call_to_json;
 use crate::tensor::{Tensors, materialise};
-use crate::tolerance;
 use crate::validate::{Outcome, Verdict, profiles, registry};
 
 use super::harness::FUZZ_MEMORY_CAP;
@@ -159,15 +158,7 @@ pub fn differential(
                 repro(call)
             )
         });
-        let imp = RefOutput {
-            out: out.out.data,
-            lse: out.lse.data,
-            k_cache: Some(out.k_cache.data),
-            v_cache: Some(out.v_cache.data),
-            dtype: ref64.dtype,
-            rotated_keys: ref64.rotated_keys,
-        };
-        if let Err(mismatch) = tolerance::compare(&imp, &ref64, &lowprec) {
+        if let Err(mismatch) = out.judge(&ref64, &lowprec) {
             panic!(
                 "kernel ({metadata:?}) vs reference: {mismatch}\ncall: {}",
                 repro(call)

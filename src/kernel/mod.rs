@@ -23,8 +23,9 @@ pub use suite::{KERNEL_SUITE, KernelSuite};
 use crate::call::{Dtype, KvCacheCall};
 use crate::mate::{DEFAULT_MP, SchedulerMetadata};
 use crate::numeric::{e4m3fn_from_f32, e4m3fn_to_f32};
-use crate::reference::Stack;
+use crate::reference::{RefOutput, Stack};
 use crate::tensor::{DEFAULT_MEMORY_CAP, HostTensor, Tensors};
+use crate::tolerance;
 use bindings as ffi;
 use half::{bf16, f16};
 use ndarray::{ArrayD, IxDyn};
@@ -131,6 +132,26 @@ pub struct KernelOutput {
     pub metadata: Option<SchedulerMetadata>,
     /// S_F, the forward's split count (1 without metadata).
     pub num_splits: usize,
+}
+
+impl KernelOutput {
+    /// Judges the output against the reference with the tolerance rule (which reads the input
+    /// dtype and whether keys were rotated from `ref64`).
+    pub fn judge(
+        self,
+        ref64: &RefOutput,
+        lowprec: &RefOutput,
+    ) -> Result<tolerance::Report, tolerance::Mismatch> {
+        let imp = RefOutput {
+            out: self.out.data,
+            lse: self.lse.data,
+            k_cache: Some(self.k_cache.data),
+            v_cache: Some(self.v_cache.data),
+            dtype: ref64.dtype,
+            rotated_keys: ref64.rotated_keys,
+        };
+        tolerance::compare(&imp, ref64, lowprec)
+    }
 }
 
 /// A tensor's data in its storage dtype, owned for the duration of the C calls.
