@@ -29,11 +29,14 @@ fn err<T>(path: &str, message: impl Into<String>) -> Result<T, SpecError> {
     })
 }
 
+/// `path.key`, or `path["key"]` (JSON-quoted) for a key that is not a plain name, so that every
+/// key, the empty one included, yields a non-empty path.
 fn join(path: &str, key: &str) -> String {
-    if path.is_empty() {
-        key.to_string()
-    } else {
-        format!("{path}.{key}")
+    let plain = !key.is_empty() && key.chars().all(|c| c.is_ascii_alphanumeric() || c == '_');
+    match (path.is_empty(), plain) {
+        (true, true) => key.to_string(),
+        (false, true) => format!("{path}.{key}"),
+        (_, false) => format!("{path}[{}]", serde_json::Value::String(key.to_string())),
     }
 }
 
@@ -120,7 +123,7 @@ pub fn parse_call(v: &Value) -> Result<KvCacheCall, SpecError> {
     };
     if let Some(key) = obj.keys().find(|k| !TOP_LEVEL_KEYS.contains(&k.as_str())) {
         return err(
-            key,
+            &join("", key),
             format!(
                 "unknown key (expected one of {})",
                 TOP_LEVEL_KEYS.join(", ")
@@ -468,6 +471,13 @@ mod tests {
             "args.q.tensor.shape: number of elements overflows"
         );
         assert!(parse_err("{").starts_with("invalid JSON"));
+        // Keys that are not plain names are quoted, so that even the empty key has a path
+        // (found by the call_spec fuzz target).
+        assert!(parse_err(r#"{"": 1}"#).starts_with("[\"\"]: unknown key"));
+        assert!(
+            parse_err(r#"{"args": {"a b": {"list": 1}}}"#)
+                .starts_with("args[\"a b\"].list: expected an array")
+        );
     }
 
     #[test]
