@@ -9,50 +9,14 @@
 //! seconds).
 
 use criterion::{Criterion, criterion_group, criterion_main};
-use fa3conform::call::{Dtype, KvCacheCall, PyValue, TensorArg};
 use fa3conform::kernel::{self, KernelOptions};
 use fa3conform::tensor::{DEFAULT_MEMORY_CAP, materialise};
 use std::time::Duration;
 
-fn tensor(dtype: Dtype, shape: &[usize]) -> PyValue {
-    PyValue::Tensor(TensorArg::new(dtype, shape))
-}
+#[path = "support/shapes.rs"]
+mod shapes;
 
-fn prefill() -> KvCacheCall {
-    let mut call = KvCacheCall {
-        seed: 1,
-        ..KvCacheCall::default()
-    };
-    call.set("q", tensor(Dtype::Bfloat16, &[1, 2048, 32, 128]))
-        .set("k_cache", tensor(Dtype::Bfloat16, &[1, 2048, 32, 128]))
-        .set("v_cache", tensor(Dtype::Bfloat16, &[1, 2048, 32, 128]))
-        .set("causal", PyValue::Bool(true));
-    call
-}
-
-fn decode() -> KvCacheCall {
-    let mut call = KvCacheCall {
-        seed: 2,
-        ..KvCacheCall::default()
-    };
-    let pages_per_seq = 4096 / 64;
-    call.set("q", tensor(Dtype::Bfloat16, &[8, 1, 32, 128]))
-        .set(
-            "k_cache",
-            tensor(Dtype::Bfloat16, &[8 * pages_per_seq, 64, 8, 128]),
-        )
-        .set(
-            "v_cache",
-            tensor(Dtype::Bfloat16, &[8 * pages_per_seq, 64, 8, 128]),
-        )
-        .set("page_table", tensor(Dtype::Int32, &[8, pages_per_seq]))
-        .set(
-            "cache_seqlens",
-            PyValue::Tensor(TensorArg::with_ints(Dtype::Int32, &[8], vec![4096; 8])),
-        )
-        .set("causal", PyValue::Bool(true));
-    call
-}
+use shapes::{decode, prefill};
 
 fn bench(c: &mut Criterion) {
     let options = KernelOptions::default();
