@@ -104,7 +104,11 @@ fn index_values(
             }
         }
         "cache_batch_idx" => {
-            let mut rows: Vec<i64> = (0..dims.cache_batch as i64).collect();
+            // It selects a cache row, or with paging a page-table row (cuda-fa3.md D.13b).
+            let table_rows = done
+                .get("page_table")
+                .and_then(|t| t.shape().first().copied());
+            let mut rows: Vec<i64> = (0..table_rows.unwrap_or(dims.cache_batch) as i64).collect();
             rows.shuffle(&mut rng);
             (0..numel)
                 .map(|i| rows.get(i).copied().unwrap_or(0))
@@ -263,6 +267,17 @@ mod tests {
                 .iter()
                 .all(|&x| half::bf16::from_f64(x).to_f64() == x)
         );
+    }
+
+    #[test]
+    fn paged_batch_indices_select_page_table_rows() {
+        // 8 pages but a page table of 2 rows: indices must be a permutation of the 2 rows.
+        let mut call = paged_decode();
+        call.set("cache_batch_idx", tensor(Dtype::Int32, &[2]));
+        let t = materialise(&call, 1 << 30).unwrap();
+        let mut rows = t["cache_batch_idx"].ints();
+        rows.sort();
+        assert_eq!(rows, [0, 1]);
     }
 
     #[test]
