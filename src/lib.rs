@@ -14,6 +14,7 @@ pub mod kernel;
 pub mod mate;
 pub mod musa;
 pub mod numeric;
+pub mod parallel;
 pub mod reference;
 pub mod scan;
 pub mod scheduler;

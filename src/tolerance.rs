@@ -26,7 +26,7 @@
 
 use crate::call::Dtype;
 use crate::reference::RefOutput;
-use ndarray::{ArrayD, Dimension};
+use ndarray::ArrayD;
 use std::fmt;
 use thiserror::Error;
 
@@ -111,41 +111,81 @@ fn same_non_finite(a: f64, b: f64) -> bool {
     (a.is_nan() && b.is_nan()) || a == b
 }
 
+/// Pairs of (implementation, reference) elements in row-major order; arrays of the same shape.
+/// The arrays the reference and the kernel build are row-major already, so no copy is made
+/// (ndarray's n-dimensional iterators cost more than the comparisons on these sizes).
+fn element_pairs<R>(
+    imp: &ArrayD<f64>,
+    reference: &ArrayD<f64>,
+    visit: impl FnOnce(&mut dyn Iterator<Item = (f64, f64)>) -> R,
+) -> R {
+    let (imp, reference) = (imp.as_standard_layout(), reference.as_standard_layout());
+    let (imp, reference) = (
+        imp.as_slice().expect("standard layout"),
+        reference.as_slice().expect("standard layout"),
+    );
+    visit(&mut imp.iter().copied().zip(reference.iter().copied()))
+}
+
+/// The first element where `ok(implementation, reference)` fails, as a mismatch naming its
+/// multi-index.
+fn first_failure(
+    tensor: &'static str,
+    imp: &ArrayD<f64>,
+    reference: &ArrayD<f64>,
+    ok: impl Fn(f64, f64) -> bool,
+    describe: impl Fn(f64, f64) -> String,
+) -> Result<(), Mismatch> {
+    let failure = element_pairs(imp, reference, |pairs| {
+        pairs.enumerate().find(|&(_, (i, r))| !ok(i, r))
+    });
+    match failure {
+        None => Ok(()),
+        Some((flat, (i, r))) => {
+            let mut index = vec![0; reference.ndim()];
+            let mut rest = flat;
+            for (slot, &extent) in index.iter_mut().zip(reference.shape()).rev() {
+                *slot = rest % extent;
+                rest /= extent;
+            }
+            Err(mismatch(
+                tensor,
+                format!("at {index:?}: {}", describe(i, r)),
+            ))
+        }
+    }
+}
+
 /// The first element (as a multi-index) where non-finite values differ in kind.
 fn check_non_finite(
     tensor: &'static str,
     imp: &ArrayD<f64>,
     reference: &ArrayD<f64>,
 ) -> Result<(), Mismatch> {
-    for ((index, &r), &i) in reference.indexed_iter().zip(imp.iter()) {
-        let ok = if r.is_finite() {
-            i.is_finite()
-        } else {
-            same_non_finite(i, r)
-        };
-        if !ok {
-            return Err(mismatch(
-                tensor,
-                format!("at {:?}: implementation {i}, reference {r}", index.slice()),
-            ));
-        }
-    }
-    Ok(())
+    first_failure(
+        tensor,
+        imp,
+        reference,
+        |i, r| match r.is_finite() {
+            true => i.is_finite(),
+            false => same_non_finite(i, r),
+        },
+        |i, r| format!("implementation {i}, reference {r}"),
+    )
 }
 
 /// (max, mean) of `|a − reference|` over the elements where the reference is finite.
 fn max_mean(a: &ArrayD<f64>, reference: &ArrayD<f64>) -> (f64, f64) {
-    let (mut max, mut sum, mut n) = (0.0f64, 0.0, 0usize);
-    for (&x, &r) in a.iter().zip(reference) {
-        if r.is_finite() {
-            let d = (x - r).abs();
-            // A NaN difference (non-finite low-precision value) counts as unbounded.
-            let d = if d.is_nan() { f64::INFINITY } else { d };
-            max = max.max(d);
-            sum += d;
-            n += 1;
-        }
-    }
+    let (max, sum, n) = element_pairs(a, reference, |pairs| {
+        pairs
+            .filter(|(_, r)| r.is_finite())
+            .fold((0.0f64, 0.0, 0usize), |(max, sum, n), (x, r)| {
+                let d = (x - r).abs();
+                // A NaN difference (non-finite low-precision value) counts as unbounded.
+                let d = if d.is_nan() { f64::INFINITY } else { d };
+                (max.max(d), sum + d, n + 1)
+            })
+    });
     (max, if n == 0 { 0.0 } else { sum / n as f64 })
 }
 
@@ -202,19 +242,13 @@ fn check_cache(
 ) -> Result<(), Mismatch> {
     let imp = imp.ok_or_else(|| mismatch(tensor, "not returned after an append"))?;
     check_shape(tensor, imp, reference)?;
-    for ((index, &r), &i) in reference.indexed_iter().zip(imp.iter()) {
-        let ok = same_non_finite(i, r) || (i - r).abs() <= tol + tol * r.abs();
-        if !ok {
-            return Err(mismatch(
-                tensor,
-                format!(
-                    "at {:?}: implementation {i}, reference {r} (tolerance {tol})",
-                    index.slice()
-                ),
-            ));
-        }
-    }
-    Ok(())
+    first_failure(
+        tensor,
+        imp,
+        reference,
+        |i, r| same_non_finite(i, r) || (i - r).abs() <= tol + tol * r.abs(),
+        |i, r| format!("implementation {i}, reference {r} (tolerance {tol})"),
+    )
 }
 
 /// Judges `imp` against `ref64` with `lowprec` as the baseline (see the module documentation).

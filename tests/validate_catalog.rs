@@ -150,7 +150,7 @@ fn every_site_is_reached_or_documented_unreachable() {
     let unreachable: BTreeSet<&str> = UNREACHABLE.iter().map(|(id, _)| *id).collect();
     let mut missing = Vec::new();
     for p in profiles::all() {
-        for site in p.sites() {
+        for &site in p.sites() {
             // Every listed site is registered (panics otherwise).
             registry::site(site);
             match (reached.contains(site), unreachable.contains(site)) {
@@ -194,7 +194,10 @@ fn registry_ids_are_unique_and_used() {
         assert!(ids.insert(s.id), "site {} registered twice", s.id);
         assert!(!s.citation.is_empty() && !s.condition.is_empty() && !s.explain.is_empty());
     }
-    let listed: BTreeSet<&str> = profiles::all().iter().flat_map(|p| p.sites()).collect();
+    let listed: BTreeSet<&str> = profiles::all()
+        .iter()
+        .flat_map(|p| p.sites().iter().copied())
+        .collect();
     let unused: Vec<&&str> = ids.iter().filter(|id| !listed.contains(**id)).collect();
     assert!(
         unused.is_empty(),

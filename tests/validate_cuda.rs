@@ -94,7 +94,8 @@ fn every_site_of_every_cuda_profile_is_reached_by_the_catalogue() {
             .collect();
         let missing: Vec<&str> = profile
             .sites()
-            .into_iter()
+            .iter()
+            .copied()
             .filter(|s| !reached.contains(s))
             .collect();
         assert!(
@@ -108,7 +109,7 @@ fn every_site_of_every_cuda_profile_is_reached_by_the_catalogue() {
 #[test]
 fn every_profile_site_is_registered_with_citation_and_explanation() {
     for profile in PROFILES {
-        for id in profile.sites() {
+        for &id in profile.sites() {
             let site = registry::site(id);
             assert!(
                 !site.citation.is_empty() && !site.explain.is_empty(),

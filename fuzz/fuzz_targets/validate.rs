@@ -2,6 +2,6 @@
 
 use libfuzzer_sys::{Corpus, fuzz_target};
 
-fuzz_target!(|data: &[u8]| -> Corpus {
+fuzz_target!(init: fa3conform::fuzzing::harness::init(), |data: &[u8]| -> Corpus {
     if fa3conform::fuzzing::harness::validate(data) { Corpus::Keep } else { Corpus::Reject }
 });

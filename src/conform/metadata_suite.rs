@@ -6,9 +6,7 @@ use super::{CaseOutcome, Suite};
 use crate::call::KvCacheCall;
 use crate::cases::random_call;
 use crate::mate::DEFAULT_MP;
-use crate::scheduler::properties::{
-    Change, case_options, check_equivalence, check_sensitivity, returning_lse,
-};
+use crate::scheduler::properties::{Change, Subject, case_options, returning_lse};
 use rand::SeedableRng;
 use rand_chacha::ChaCha8Rng;
 
@@ -46,13 +44,19 @@ impl Suite for MetadataSuite {
     fn run_case(&self, seed: u64, index: usize) -> CaseOutcome {
         let call = self.call(seed, index).expect("every case is a call");
         let change = Self::change(index);
-        let result = check_equivalence(&call, DEFAULT_MP)
-            .map_err(|e| format!("equivalence: {e}"))
-            .and_then(|_| {
-                check_sensitivity(&call, change, DEFAULT_MP)
-                    .map_err(|e| format!("sensitivity to {}: {e}", change.name()))
+        let result = Subject::of(&call, DEFAULT_MP)
+            .and_then(|subject| match subject {
+                None => Ok(()),
+                Some(subject) => subject
+                    .equivalence()
+                    .map_err(|e| format!("equivalence: {e}"))
+                    .and_then(|_| {
+                        subject
+                            .sensitivity(change)
+                            .map_err(|e| format!("sensitivity to {}: {e}", change.name()))
+                    })
+                    .map(|_| ()),
             })
-            .map(|_| ())
             .map_err(|e| format!("{e}\n{}", crate::spec::call_to_json(&call)));
         CaseOutcome {
             name: format!("{}/{}", call.id, change.name()),

@@ -23,6 +23,7 @@ pub use suite::{KERNEL_SUITE, KernelSuite};
 use crate::call::{Dtype, KvCacheCall};
 use crate::mate::{DEFAULT_MP, SchedulerMetadata};
 use crate::numeric::{e4m3fn_from_f32, e4m3fn_to_f32};
+use crate::parallel;
 use crate::reference::{RefOutput, Stack};
 use crate::tensor::{DEFAULT_MEMORY_CAP, HostTensor, Tensors};
 use crate::tolerance;
@@ -511,7 +512,7 @@ impl Prepared {
             .len()
             .div_ceil(8 * rayon::current_num_threads())
             .max(1);
-        tiles.par_chunks(chunk_len).for_each(|chunk| {
+        let run_tiles = |chunk: &[ffi::fa3_tile]| {
             let shared = &shared;
             let mut workspace = vec![0f32; workspace_len];
             for tile in chunk {
@@ -519,17 +520,25 @@ impl Prepared {
                 // a permutation, each tile owns its m-block rows of one head group and split).
                 unsafe { ffi::fa3_fwd_tile(shared.0, tile, workspace.as_mut_ptr()) }
             }
-        });
+        };
+        match parallel::enabled() {
+            true => tiles.par_chunks(chunk_len).for_each(run_tiles),
+            false => run_tiles(&tiles),
+        }
         // 4. Combine.
         if let Some(m) = &plan.metadata {
-            (0..b * h).into_par_iter().for_each(|i| {
+            let combine = |i: usize| {
                 let shared = &shared;
                 let (position, head) = (i / h, i % h);
                 if m.num_splits_dynamic[position] > 1 {
                     // SAFETY: each (position, head) owns its rows of out/lse.
                     unsafe { ffi::fa3_combine(shared.0, position as i64, head as i64) }
                 }
-            });
+            };
+            match parallel::enabled() {
+                true => (0..b * h).into_par_iter().for_each(combine),
+                false => (0..b * h).for_each(combine),
+            }
         }
     }
 

@@ -36,6 +36,7 @@ pub use mask::Mask;
 
 use crate::call::{Dtype, KvCacheCall};
 use crate::numeric::round_to;
+use crate::parallel;
 use crate::tensor::Tensors;
 use ndarray::{Array2, Array3, ArrayD, IxDyn};
 use rayon::prelude::*;
@@ -141,10 +142,11 @@ fn evaluate(p: &Problem) -> Result<RefOutput, RefError> {
             .flat_map(|b| (0..p.num_heads_k).map(move |hk| (b, hk)))
             .filter(|&(b, _)| p.batches[b].seqlen_q > 0)
             .collect();
-        let results: Vec<Result<attend::GroupResult, RefError>> = tasks
-            .par_iter()
-            .map(|&(b, hk)| attend::attend_group(p, &new_tokens, b, hk))
-            .collect();
+        let attend = |&(b, hk): &(usize, usize)| attend::attend_group(p, &new_tokens, b, hk);
+        let results: Vec<Result<attend::GroupResult, RefError>> = match parallel::enabled() {
+            true => tasks.par_iter().map(attend).collect(),
+            false => tasks.iter().map(attend).collect(),
+        };
         for ((b, hk), result) in tasks.into_iter().zip(results) {
             let result = result?;
             let batch = &p.batches[b];

@@ -22,6 +22,7 @@ use crate::tolerance;
 use crate::validate::profiles::MUSA;
 use crate::validate::{Profile, Severity};
 use ndarray::{ArrayD, IxDyn};
+use std::cell::OnceCell;
 
 /// What a check established (for coverage statistics).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
@@ -182,21 +183,6 @@ fn as_ref_output(output: &MusaOutput, reference: &RefOutput) -> Result<RefOutput
     })
 }
 
-/// Judges `output` against the reference of `call` under the tolerance rule.
-fn matches_reference(
-    call: &KvCacheCall,
-    tensors: &Tensors,
-    output: &MusaOutput,
-) -> Result<(), String> {
-    let exact =
-        reference::run(call, tensors, Stack::Musa, Precision::Exact).map_err(|e| e.to_string())?;
-    let low = reference::run(call, tensors, Stack::Musa, Precision::LowPrecision)
-        .map_err(|e| e.to_string())?;
-    tolerance::compare(&as_ref_output(output, &exact)?, &exact, &low)
-        .map(|_| ())
-        .map_err(|e| e.to_string())
-}
-
 /// Element-wise identity, NaN equal to NaN.
 fn bit_identical(a: &MusaOutput, b: &MusaOutput) -> bool {
     let same = |x: &ndarray::ArrayD<f64>, y: &ndarray::ArrayD<f64>| {
@@ -214,65 +200,6 @@ fn bit_identical(a: &MusaOutput, b: &MusaOutput) -> bool {
         && same(&a.v_cache.data, &b.v_cache.data)
 }
 
-/// A valid, non-MLA MUSA call (the properties' domain), with its tensors.
-fn domain(call: &KvCacheCall) -> Result<Option<Tensors>, String> {
-    let verdict = MUSA.validate(call);
-    match verdict.resolved() {
-        Some(r) if !r.mla_decode => {}
-        _ => return Ok(None),
-    }
-    if call
-        .passed("scheduler_metadata")
-        .is_some_and(|v| !v.is_none())
-    {
-        return Ok(None);
-    }
-    materialise(call, 1 << 28)
-        .map(Some)
-        .map_err(|e| e.to_string())
-}
-
-/// How the kernel path must show the findings' consequence, and whether it does.
-fn kernel_shows(
-    call: &KvCacheCall,
-    tensors: &Tensors,
-    codes: &[&'static str],
-    mp: usize,
-) -> Result<Established, String> {
-    let refused = codes
-        .iter()
-        .any(|c| matches!(*c, "H-SCHED-BATCH-TABLE" | "H-SCHED-SPLITS-EXCEED"));
-    let missing = codes
-        .iter()
-        .any(|c| matches!(*c, "H-SCHED-M-BLOCKS" | "H-SCHED-SPLITS-NONPOSITIVE"));
-    let result = run(call, tensors, mp);
-    if refused {
-        return match result {
-            Err(MusaError::Kernel(KernelError::Rejected(_))) => Ok(Established::DetectedRefused),
-            other => Err(format!(
-                "findings {codes:?} say the device races or reads out of bounds, the kernel path gave {:?}",
-                other.map(|o| o.num_splits)
-            )),
-        };
-    }
-    let output = result.map_err(|e| format!("kernel path failed: {e}"))?;
-    if missing {
-        // Unwritten rows come back NaN; when the sequence is split, the combine merges the
-        // never-written partial slots instead, and the rows are wrong rather than NaN.
-        let nan = output.returned.out().data.iter().any(|x| x.is_nan());
-        return if nan || matches_reference(call, tensors, &output).is_err() {
-            Ok(Established::DetectedRowsMissing)
-        } else {
-            Err(format!(
-                "findings {codes:?} say rows are never computed, the kernel path computed them all"
-            ))
-        };
-    }
-    matches_reference(call, tensors, &output)
-        .map(|()| Established::DetectedHarmless)
-        .map_err(|e| format!("findings {codes:?} say harmless, but the result differs: {e}"))
-}
-
 fn error_codes(findings: &[crate::validate::Hazard]) -> Vec<&'static str> {
     findings
         .iter()
@@ -281,51 +208,188 @@ fn error_codes(findings: &[crate::validate::Hazard]) -> Vec<&'static str> {
         .collect()
 }
 
+/// One call of the properties' domain (a valid, non-MLA MUSA call without metadata of its own),
+/// materialised once; its reference results are computed on first use and shared by every
+/// property checked on it.
+pub struct Subject {
+    call: KvCacheCall,
+    tensors: Tensors,
+    mp: usize,
+    /// The exact and the low-precision reference.
+    references: OnceCell<Result<(RefOutput, RefOutput), String>>,
+}
+
+impl Subject {
+    /// `call` on a device with `mp` multiprocessors, or `None` when the call is outside the
+    /// domain.
+    pub fn of(call: &KvCacheCall, mp: usize) -> Result<Option<Subject>, String> {
+        let verdict = MUSA.validate(call);
+        match verdict.resolved() {
+            Some(r) if !r.mla_decode => {}
+            _ => return Ok(None),
+        }
+        if call
+            .passed("scheduler_metadata")
+            .is_some_and(|v| !v.is_none())
+        {
+            return Ok(None);
+        }
+        let tensors = materialise(call, 1 << 28).map_err(|e| e.to_string())?;
+        Ok(Some(Subject {
+            call: call.clone(),
+            tensors,
+            mp,
+            references: OnceCell::new(),
+        }))
+    }
+
+    /// Runs `call` (this subject's call, possibly with metadata added) on the whole stack.
+    fn run(&self, call: &KvCacheCall) -> Result<MusaOutput, MusaError> {
+        run(call, &self.tensors, self.mp)
+    }
+
+    /// Judges `output` against the reference under the tolerance rule.
+    fn matches_reference(&self, output: &MusaOutput) -> Result<(), String> {
+        let (exact, low) = self
+            .references
+            .get_or_init(|| {
+                let run = |precision| {
+                    reference::run(&self.call, &self.tensors, Stack::Musa, precision)
+                        .map_err(|e| e.to_string())
+                };
+                Ok((run(Precision::Exact)?, run(Precision::LowPrecision)?))
+            })
+            .as_ref()
+            .map_err(String::clone)?;
+        tolerance::compare(&as_ref_output(output, exact)?, exact, low)
+            .map(|_| ())
+            .map_err(|e| e.to_string())
+    }
+
+    /// How the kernel path must show the findings' consequence for `with` (the call with stale
+    /// metadata), and whether it does.
+    fn kernel_shows(
+        &self,
+        with: &KvCacheCall,
+        codes: &[&'static str],
+    ) -> Result<Established, String> {
+        let refused = codes
+            .iter()
+            .any(|c| matches!(*c, "H-SCHED-BATCH-TABLE" | "H-SCHED-SPLITS-EXCEED"));
+        let missing = codes
+            .iter()
+            .any(|c| matches!(*c, "H-SCHED-M-BLOCKS" | "H-SCHED-SPLITS-NONPOSITIVE"));
+        let result = self.run(with);
+        if refused {
+            return match result {
+                Err(MusaError::Kernel(KernelError::Rejected(_))) => {
+                    Ok(Established::DetectedRefused)
+                }
+                other => Err(format!(
+                    "findings {codes:?} say the device races or reads out of bounds, the kernel path gave {:?}",
+                    other.map(|o| o.num_splits)
+                )),
+            };
+        }
+        let output = result.map_err(|e| format!("kernel path failed: {e}"))?;
+        if missing {
+            // Unwritten rows come back NaN; when the sequence is split, the combine merges the
+            // never-written partial slots instead, and the rows are wrong rather than NaN.
+            let nan = output.returned.out().data.iter().any(|x| x.is_nan());
+            return if nan || self.matches_reference(&output).is_err() {
+                Ok(Established::DetectedRowsMissing)
+            } else {
+                Err(format!(
+                    "findings {codes:?} say rows are never computed, the kernel path computed them all"
+                ))
+            };
+        }
+        self.matches_reference(&output)
+            .map(|()| Established::DetectedHarmless)
+            .map_err(|e| format!("findings {codes:?} say harmless, but the result differs: {e}"))
+    }
+
+    /// The equivalence property.
+    pub fn equivalence(&self) -> Result<Established, String> {
+        let (call, tensors, mp) = (&self.call, &self.tensors, self.mp);
+        let own = own_args(call, tensors)?;
+        let Ok(metadata) = get_scheduler_metadata(&own, mp) else {
+            return Ok(Established::NotApplicable);
+        };
+        let values = metadata.to_tensor();
+        let with = with_metadata(call, &values);
+        let findings = check_buffer(&with, tensors, &values, Some(&own), mp);
+        let plain = self
+            .run(call)
+            .map_err(|e| format!("without metadata: {e}"))?;
+        self.matches_reference(&plain)
+            .map_err(|e| format!("without metadata: {e}"))?;
+        if findings
+            .iter()
+            .any(|h| h.code == "H-SCHED-DROPPED-BY-SINKS")
+        {
+            let output = self.run(&with).map_err(|e| format!("with metadata: {e}"))?;
+            return if bit_identical(&plain, &output) {
+                Ok(Established::DroppedBySinks)
+            } else {
+                Err("sinks must drop the metadata, but the output changed".into())
+            };
+        }
+        let errors = error_codes(&findings);
+        if !errors.is_empty() {
+            self.kernel_shows(&with, &errors)?;
+            return Ok(Established::OwnMetadataHazard);
+        }
+        let output = self.run(&with).map_err(|e| format!("with metadata: {e}"))?;
+        if metadata.num_splits_dynamic.iter().all(|&n| n <= 1) {
+            if bit_identical(&plain, &output) {
+                Ok(Established::BitIdentical)
+            } else {
+                Err(
+                    "every sequence runs unsplit, yet the output differs from the run without metadata"
+                        .into(),
+                )
+            }
+        } else {
+            self.matches_reference(&output)
+                .map(|()| Established::WithinTolerance)
+                .map_err(|e| format!("with split metadata: {e}"))
+        }
+    }
+
+    /// The sensitivity property for one changed argument.
+    pub fn sensitivity(&self, change: Change) -> Result<Established, String> {
+        let (call, tensors, mp) = (&self.call, &self.tensors, self.mp);
+        let own = own_args(call, tensors)?;
+        // Batch order is no change when every sequence looks the same.
+        let Some(changed) = change.apply(&own).filter(|changed| *changed != own) else {
+            return Ok(Established::NotApplicable);
+        };
+        let Ok(metadata) = get_scheduler_metadata(&changed, mp) else {
+            return Ok(Established::NotApplicable);
+        };
+        let values = metadata.to_tensor();
+        let with = with_metadata(call, &values);
+        let findings = check_buffer(&with, tensors, &values, Some(&changed), mp);
+        if findings
+            .iter()
+            .any(|h| h.code == "H-SCHED-DROPPED-BY-SINKS")
+        {
+            return Ok(Established::DroppedBySinks);
+        }
+        if findings.is_empty() {
+            return Err(format!(
+                "metadata computed with another {} is not detected",
+                change.name()
+            ));
+        }
+        self.kernel_shows(&with, &error_codes(&findings))
+    }
+}
+
 /// The equivalence property for `call` on a device with `mp` multiprocessors.
 pub fn check_equivalence(call: &KvCacheCall, mp: usize) -> Result<Established, String> {
-    let Some(tensors) = domain(call)? else {
-        return Ok(Established::NotApplicable);
-    };
-    let own = own_args(call, &tensors)?;
-    let Ok(metadata) = get_scheduler_metadata(&own, mp) else {
-        return Ok(Established::NotApplicable);
-    };
-    let values = metadata.to_tensor();
-    let with = with_metadata(call, &values);
-    let findings = check_buffer(&with, &tensors, &values, Some(&own), mp);
-    let plain = run(call, &tensors, mp).map_err(|e| format!("without metadata: {e}"))?;
-    matches_reference(call, &tensors, &plain).map_err(|e| format!("without metadata: {e}"))?;
-    if findings
-        .iter()
-        .any(|h| h.code == "H-SCHED-DROPPED-BY-SINKS")
-    {
-        let output = run(&with, &tensors, mp).map_err(|e| format!("with metadata: {e}"))?;
-        return if bit_identical(&plain, &output) {
-            Ok(Established::DroppedBySinks)
-        } else {
-            Err("sinks must drop the metadata, but the output changed".into())
-        };
-    }
-    let errors = error_codes(&findings);
-    if !errors.is_empty() {
-        kernel_shows(&with, &tensors, &errors, mp)?;
-        return Ok(Established::OwnMetadataHazard);
-    }
-    let output = run(&with, &tensors, mp).map_err(|e| format!("with metadata: {e}"))?;
-    if metadata.num_splits_dynamic.iter().all(|&n| n <= 1) {
-        if bit_identical(&plain, &output) {
-            Ok(Established::BitIdentical)
-        } else {
-            Err(
-                "every sequence runs unsplit, yet the output differs from the run without metadata"
-                    .into(),
-            )
-        }
-    } else {
-        matches_reference(call, &tensors, &output)
-            .map(|()| Established::WithinTolerance)
-            .map_err(|e| format!("with split metadata: {e}"))
-    }
+    Subject::of(call, mp)?.map_or(Ok(Established::NotApplicable), |s| s.equivalence())
 }
 
 /// The sensitivity property for `call` and one changed argument.
@@ -334,33 +398,7 @@ pub fn check_sensitivity(
     change: Change,
     mp: usize,
 ) -> Result<Established, String> {
-    let Some(tensors) = domain(call)? else {
-        return Ok(Established::NotApplicable);
-    };
-    let own = own_args(call, &tensors)?;
-    // Batch order is no change when every sequence looks the same.
-    let Some(changed) = change.apply(&own).filter(|changed| *changed != own) else {
-        return Ok(Established::NotApplicable);
-    };
-    let Ok(metadata) = get_scheduler_metadata(&changed, mp) else {
-        return Ok(Established::NotApplicable);
-    };
-    let values = metadata.to_tensor();
-    let with = with_metadata(call, &values);
-    let findings = check_buffer(&with, &tensors, &values, Some(&changed), mp);
-    if findings
-        .iter()
-        .any(|h| h.code == "H-SCHED-DROPPED-BY-SINKS")
-    {
-        return Ok(Established::DroppedBySinks);
-    }
-    if findings.is_empty() {
-        return Err(format!(
-            "metadata computed with another {} is not detected",
-            change.name()
-        ));
-    }
-    kernel_shows(&with, &tensors, &error_codes(&findings), mp)
+    Subject::of(call, mp)?.map_or(Ok(Established::NotApplicable), |s| s.sensitivity(change))
 }
 
 /// The calls the properties are checked on: MUSA calls long enough to split the key range

@@ -193,6 +193,7 @@ pub trait Profile: Sync {
     /// The device tensors are on when a spec leaves it open.
     fn native_device(&self) -> Device;
     fn validate(&self, call: &KvCacheCall) -> Verdict;
-    /// Registry ids of every error site this profile can raise, in check order.
-    fn sites(&self) -> Vec<&'static str>;
+    /// Registry ids of every error site this profile can raise, in check order (computed once:
+    /// the fuzz oracles ask on every rejection).
+    fn sites(&self) -> &'static [&'static str];
 }

@@ -12,6 +12,7 @@ use super::mha_fwd::{LAUNCH, MHA_FWD, render, resolved};
 use crate::call::{Device, KvCacheCall, signature};
 use crate::validate::engine::{Check, HazardLog, Layer, run_layers};
 use crate::validate::{Outcome, Profile, Verdict};
+use std::sync::OnceLock;
 
 /// `flash_attn_with_kvcache` (`flash_attn_interface.py:L1059-1101`): the only Python checks are
 /// the two stride asserts; then the default scale, the `int` `cache_seqlens` expansion (to
@@ -160,12 +161,18 @@ impl Profile for Fa3 {
         }
     }
 
-    fn sites(&self) -> Vec<&'static str> {
-        let mut sites = profile_sites(&[&LAYERS]);
-        if self.flavour == Flavour::Stable {
-            // The stable build reads descales with an untyped data_ptr(): no implicit dtype check.
-            sites.retain(|s| *s != "aten.scalar-type");
+    fn sites(&self) -> &'static [&'static str] {
+        static LEGACY: OnceLock<Vec<&'static str>> = OnceLock::new();
+        static STABLE: OnceLock<Vec<&'static str>> = OnceLock::new();
+        match self.flavour {
+            Flavour::Legacy => LEGACY.get_or_init(|| profile_sites(&[&LAYERS])),
+            Flavour::Stable => STABLE.get_or_init(|| {
+                let mut sites = profile_sites(&[&LAYERS]);
+                // The stable build reads descales with an untyped data_ptr(): no implicit dtype
+                // check.
+                sites.retain(|s| *s != "aten.scalar-type");
+                sites
+            }),
         }
-        sites
     }
 }

@@ -19,6 +19,7 @@ use crate::validate::engine::{Fail, HazardLog, Layer, reject, run_layers, sites_
 use crate::validate::{
     Exception, Hazard, LseLayout, Outcome, Profile, Rejection, Resolved, Verdict,
 };
+use std::sync::OnceLock;
 
 /// What the wrapper's metadata injection decided (musa-fa3.md §4).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -271,10 +272,13 @@ impl Profile for MusaProfile {
         }
     }
 
-    fn sites(&self) -> Vec<&'static str> {
-        let mut sites = vec![BIND_SITE];
-        sites.extend(sites_of(&all_layers()));
-        sites
+    fn sites(&self) -> &'static [&'static str] {
+        static SITES: OnceLock<Vec<&'static str>> = OnceLock::new();
+        SITES.get_or_init(|| {
+            let mut sites = vec![BIND_SITE];
+            sites.extend(sites_of(&all_layers()));
+            sites
+        })
     }
 }
 

@@ -16,6 +16,7 @@ use super::mha_fwd::{LAUNCH, MHA_FWD, SINKS, op_int, render, resolved};
 use crate::call::{Device, Dtype, KvCacheCall, PyValue, TensorArg, signature};
 use crate::validate::engine::{Check, Fail, HazardLog, Layer, run_layers};
 use crate::validate::{LseLayout, Outcome, Profile, Resolved, Verdict};
+use std::sync::OnceLock;
 
 fn ensure(ok: bool, site: &'static str) -> Result<(), Fail> {
     if ok { Ok(()) } else { Err(Fail::new(site)) }
@@ -581,8 +582,9 @@ impl Profile for SglKernel {
         }
     }
 
-    fn sites(&self) -> Vec<&'static str> {
-        profile_sites(&[&FA4_LAYERS, &FA3_LAYERS])
+    fn sites(&self) -> &'static [&'static str] {
+        static SITES: OnceLock<Vec<&'static str>> = OnceLock::new();
+        SITES.get_or_init(|| profile_sites(&[&FA4_LAYERS, &FA3_LAYERS]))
     }
 }
 
