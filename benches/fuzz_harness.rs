@@ -19,9 +19,12 @@ fn corpus(target: &str) -> Vec<Vec<u8>> {
         .collect()
 }
 
+/// A fuzz target's harness: input bytes → whether libFuzzer keeps the input.
+type Harness = fn(&[u8]) -> bool;
+
 fn fuzz_harness(c: &mut Criterion) {
     harness::init();
-    let targets: [(&str, fn(&[u8]) -> bool); 4] = [
+    let targets: [(&str, Harness); 4] = [
         ("call_spec", harness::call_spec),
         ("validate", harness::validate),
         ("differential", harness::differential),

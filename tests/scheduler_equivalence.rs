@@ -1,6 +1,7 @@
 //! Scheduler metadata through the whole MUSA stack (`musa::flash_attn_with_kvcache`): equivalence
-//! and sensitivity over seeded valid calls (proptest over the generator's seed), the exact
-//! too-small error, sinks dropping metadata, and hand-worked stale-metadata findings.
+//! and sensitivity over seeded valid calls (proptest over the generator's seed), SGLang's
+//! auto-injection on the same calls, the exact too-small error, sinks dropping metadata, and
+//! hand-worked stale-metadata findings.
 
 use fa3conform::call::{Dtype, KvCacheCall, MetadataArgsSpec, PyValue, TensorArg};
 use fa3conform::cases::random_call;
@@ -9,7 +10,8 @@ use fa3conform::musa::{
     InjectionCache, MetadataUsed, MusaError, MusaOptions, flash_attn_with_kvcache,
 };
 use fa3conform::scheduler::properties::{
-    Change, Established, case_options, check_equivalence, check_sensitivity, returning_lse,
+    Change, Established, PROPERTY_MEMORY_CAP, Subject, case_options, check_equivalence,
+    check_sensitivity, returning_lse,
 };
 use fa3conform::scheduler::{stale_metadata_findings, with_metadata};
 use proptest::prelude::*;
@@ -30,6 +32,16 @@ proptest! {
         let call = call_from_seed(seed);
         let result = check_equivalence(&call, DEFAULT_MP);
         prop_assert!(result.is_ok(), "{}\n{}", result.unwrap_err(), fa3conform::spec::call_to_json(&call));
+    }
+
+    #[test]
+    fn injected_metadata_matches_or_shows_its_consequence(seed in any::<u64>()) {
+        let call = call_from_seed(seed);
+        let subject = Subject::of(&call, DEFAULT_MP, PROPERTY_MEMORY_CAP).unwrap();
+        if let Some(subject) = subject {
+            let result = subject.injection();
+            prop_assert!(result.is_ok(), "{}\n{}", result.unwrap_err(), fa3conform::spec::call_to_json(&call));
+        }
     }
 
     #[test]
@@ -70,6 +82,32 @@ fn properties_reach_every_outcome() {
             "{outcome:?} never reached: {seen:?}"
         );
     }
+}
+
+/// SGLang's injection, over a fixed set of seeds, reaches a matching recomputation, a stale one
+/// (the wrapper's view of the call differs from the call) and a wrapper that raises.
+#[test]
+fn injection_reaches_every_outcome() {
+    let mut seen: BTreeMap<Established, usize> = BTreeMap::new();
+    for seed in 0..40u64 {
+        if let Some(subject) =
+            Subject::of(&call_from_seed(seed), DEFAULT_MP, PROPERTY_MEMORY_CAP).unwrap()
+        {
+            *seen.entry(subject.injection().unwrap()).or_default() += 1;
+        }
+    }
+    eprintln!("{seen:?}");
+    let stale = seen.keys().any(|o| {
+        matches!(
+            o,
+            Established::DetectedHarmless
+                | Established::DetectedRowsMissing
+                | Established::DetectedRefused
+        )
+    });
+    assert!(seen.contains_key(&Established::WithinTolerance), "{seen:?}");
+    assert!(seen.contains_key(&Established::InjectionRaises), "{seen:?}");
+    assert!(stale, "{seen:?}");
 }
 
 fn ints(values: &[i64]) -> PyValue {

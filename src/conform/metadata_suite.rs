@@ -6,7 +6,9 @@ use super::{CaseOutcome, Suite};
 use crate::call::KvCacheCall;
 use crate::cases::random_call;
 use crate::mate::DEFAULT_MP;
-use crate::scheduler::properties::{Change, Subject, case_options, returning_lse};
+use crate::scheduler::properties::{
+    Change, PROPERTY_MEMORY_CAP, Subject, case_options, returning_lse,
+};
 use rand::SeedableRng;
 use rand_chacha::ChaCha8Rng;
 
@@ -44,7 +46,7 @@ impl Suite for MetadataSuite {
     fn run_case(&self, seed: u64, index: usize) -> CaseOutcome {
         let call = self.call(seed, index).expect("every case is a call");
         let change = Self::change(index);
-        let result = Subject::of(&call, DEFAULT_MP)
+        let result = Subject::of(&call, DEFAULT_MP, PROPERTY_MEMORY_CAP)
             .and_then(|subject| match subject {
                 None => Ok(()),
                 Some(subject) => subject

@@ -2,8 +2,9 @@
 
 use super::generators::{FuzzCall, Target};
 use super::oracles;
-use crate::kernel::MetadataSource;
-use crate::scheduler::properties::{self, Change};
+use crate::call::KvCacheCall;
+use crate::scheduler::properties::{self, Change, Established, Subject};
+use crate::spec::call_to_json;
 use crate::spec::parse_specs;
 use crate::tensor::materialise;
 use arbitrary::{Arbitrary, Unstructured};
@@ -65,23 +66,42 @@ pub fn validate(bytes: &[u8]) -> bool {
     true
 }
 
-/// `differential`: a valid small MUSA call → the kernel path (which models mate's forward)
-/// against the reference.
+/// `differential`: a valid small MUSA call → the whole MUSA stack
+/// ([`crate::musa::flash_attn_with_kvcache_on`], the kernel path standing in for the device)
+/// against the reference: without metadata, with the call's own `get_scheduler_metadata`, and
+/// with what SGLang's wrapper injects (see [`properties`]).
 pub fn differential(bytes: &[u8]) -> bool {
     let mut u = Unstructured::new(bytes);
     let Ok(case) = FuzzCall::decode(&mut u, Target::Kernel) else {
         return false;
     };
-    oracles::differential(
-        &case.call,
-        case.stack,
-        &[MetadataSource::None, MetadataSource::Computed],
-    )
-    .is_ok()
+    let Some(subject) = subject(&case.call, FUZZ_MEMORY_CAP) else {
+        return false;
+    };
+    holds(&case.call, "equivalence", subject.equivalence());
+    holds(&case.call, "injection", subject.injection());
+    true
+}
+
+/// The properties' view of `call`; `None` outside their domain.
+fn subject(call: &KvCacheCall, memory_cap: usize) -> Option<Subject> {
+    Subject::of(call, crate::mate::DEFAULT_MP, memory_cap).unwrap_or_else(|e| {
+        panic!(
+            "materialising a valid call: {e}\ncall: {}",
+            call_to_json(call)
+        )
+    })
+}
+
+/// A failed property is the fuzzer's finding: a panic naming it and the call.
+fn holds(call: &KvCacheCall, property: &str, result: Result<Established, String>) {
+    if let Err(e) = result {
+        panic!("{property}: {e}\ncall: {}", call_to_json(call));
+    }
 }
 
 /// The case of the `metadata` target: a call and the argument its metadata is computed without.
-pub fn metadata_case(bytes: &[u8]) -> Option<(crate::call::KvCacheCall, Change)> {
+pub fn metadata_case(bytes: &[u8]) -> Option<(KvCacheCall, Change)> {
     let mut u = Unstructured::new(bytes);
     let seed = u64::arbitrary(&mut u).ok()?;
     let change = u.choose(&Change::ALL).copied().ok()?;
@@ -100,22 +120,14 @@ pub fn metadata(bytes: &[u8]) -> bool {
     let Some((call, change)) = metadata_case(bytes) else {
         return false;
     };
-    let failure = |property: &str, e: String| -> ! {
-        panic!(
-            "metadata {property}: {e}\ncall: {}",
-            crate::spec::call_to_json(&call)
-        )
+    let Some(subject) = subject(&call, properties::PROPERTY_MEMORY_CAP) else {
+        return false;
     };
-    let subject = match properties::Subject::of(&call, crate::mate::DEFAULT_MP) {
-        Ok(Some(subject)) => subject,
-        Ok(None) => return false,
-        Err(e) => failure("domain", e),
-    };
-    if let Err(e) = subject.equivalence() {
-        failure("equivalence", e);
-    }
-    if let Err(e) = subject.sensitivity(change) {
-        failure(&format!("sensitivity ({})", change.name()), e);
-    }
+    holds(&call, "equivalence", subject.equivalence());
+    holds(
+        &call,
+        &format!("sensitivity ({})", change.name()),
+        subject.sensitivity(change),
+    );
     true
 }

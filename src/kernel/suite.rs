@@ -1,12 +1,16 @@
-//! The `kernel` conformance suite: the kernel path against the f64 reference on seeded random
-//! valid MUSA calls, under the tolerance rule, with scheduler metadata computed for each call.
+//! The `kernel` conformance suite: seeded random valid MUSA calls through the whole MUSA stack
+//! ([`crate::musa::flash_attn_with_kvcache_on`], the kernel path standing in for the device)
+//! against the f64 reference under the tolerance rule — without metadata, with the call's own
+//! `get_scheduler_metadata`, and with what SGLang's wrapper injects
+//! ([`crate::scheduler::properties::Subject`]).
 
-use super::{KernelOptions, MetadataSource};
 use crate::call::KvCacheCall;
 use crate::cases::{self, Options};
 use crate::conform::{CaseOutcome, Suite};
-use crate::reference::{self, Precision, Stack};
-use crate::tensor::{DEFAULT_MEMORY_CAP, materialise};
+use crate::mate::DEFAULT_MP;
+use crate::reference::Stack;
+use crate::scheduler::properties::Subject;
+use crate::tensor::DEFAULT_MEMORY_CAP;
 use rand::SeedableRng;
 use rand_chacha::ChaCha8Rng;
 
@@ -30,20 +34,14 @@ fn generate(seed: u64, index: usize) -> KvCacheCall {
 }
 
 fn check(call: &KvCacheCall) -> Result<(), String> {
-    let tensors = materialise(call, DEFAULT_MEMORY_CAP).map_err(|e| e.to_string())?;
-    let ref64 =
-        reference::run(call, &tensors, Stack::Musa, Precision::Exact).map_err(|e| e.to_string())?;
-    let lowprec = reference::run(call, &tensors, Stack::Musa, Precision::LowPrecision)
-        .map_err(|e| e.to_string())?;
-    let options = KernelOptions {
-        metadata: MetadataSource::Computed,
-        ..KernelOptions::default()
+    let Some(subject) = Subject::of(call, DEFAULT_MP, DEFAULT_MEMORY_CAP)? else {
+        return Err("the generated call is outside the MUSA kernel path's domain".into());
     };
-    super::run(call, &tensors, &options)
-        .map_err(|e| e.to_string())?
-        .judge(&ref64, &lowprec)
-        .map(|_| ())
-        .map_err(|m| m.to_string())
+    subject
+        .equivalence()
+        .map_err(|e| format!("equivalence: {e}"))?;
+    subject.injection().map_err(|e| format!("injection: {e}"))?;
+    Ok(())
 }
 
 impl Suite for KernelSuite {
@@ -52,7 +50,8 @@ impl Suite for KernelSuite {
     }
 
     fn description(&self) -> &'static str {
-        "host kernel path (device decomposition, computed metadata) vs the f64 reference"
+        "the MUSA stack with the host kernel path (no metadata, own metadata, SGLang-injected) vs \
+         the f64 reference"
     }
 
     fn default_cases(&self) -> usize {

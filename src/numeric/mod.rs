@@ -27,6 +27,29 @@ pub fn round_to(dtype: Dtype, x: f64) -> f64 {
     }
 }
 
+/// The spacing of `dtype`'s values at `|x|`: the distance from `|x|` (rounded to `dtype`) to the
+/// next larger value; 0 where there is none (the largest finite value, NaN) and for the types
+/// without a rounding slack (fp8 is judged by its own tolerance, integers and f64 exactly).
+pub fn ulp(dtype: Dtype, x: f64) -> f64 {
+    let x = x.abs();
+    let spacing = match dtype {
+        Dtype::Float16 => {
+            let v = f16::from_f64(x);
+            f16::from_bits(v.to_bits() + 1).to_f64() - v.to_f64()
+        }
+        Dtype::Bfloat16 => {
+            let v = bf16::from_f64(x);
+            bf16::from_bits(v.to_bits() + 1).to_f64() - v.to_f64()
+        }
+        Dtype::Float32 => {
+            let v = x as f32;
+            f64::from(f32::from_bits(v.to_bits() + 1)) - f64::from(v)
+        }
+        _ => 0.0,
+    };
+    if spacing.is_finite() { spacing } else { 0.0 }
+}
+
 /// Rounds every element in place.
 pub fn round_slice(dtype: Dtype, xs: &mut [f64]) {
     if dtype != Dtype::Float64 {
@@ -111,5 +134,16 @@ mod tests {
                 }
             );
         }
+    }
+
+    #[test]
+    fn ulp_is_the_spacing_above() {
+        // bf16 has 8 significant bits: spacing 2^-9 in [0.25, 0.5); f16 11 bits; f32 24 bits.
+        assert_eq!(ulp(Dtype::Bfloat16, -0.2578125), 2f64.powi(-9));
+        assert_eq!(ulp(Dtype::Float16, 1.0), 2f64.powi(-10));
+        assert_eq!(ulp(Dtype::Float32, 1.0), 2f64.powi(-23));
+        // At the largest finite value there is no next value; fp8 gets no slack.
+        assert_eq!(ulp(Dtype::Float16, 65504.0), 0.0);
+        assert_eq!(ulp(Dtype::Float8E4m3fn, 1.0), 0.0);
     }
 }

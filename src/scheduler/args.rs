@@ -197,14 +197,18 @@ pub fn sglang_injected_args(
         .ok_or("'NoneType' object has no attribute 'shape'")?;
     let batch = cu.shape.last().copied().unwrap_or(0).saturating_sub(1);
     let dim = |x: i64| usize::try_from(x).unwrap_or(0);
+    let max_seqlen_k = max_seqlen_k.unwrap_or(0);
     Ok(MetadataArgsSpec {
         batch_size: batch,
         max_seqlen_q: dim(int_or(&args, "max_seqlen_q", 0)),
-        max_seqlen_k: dim(max_seqlen_k.unwrap_or(0)),
+        max_seqlen_k: dim(max_seqlen_k),
         num_heads_q: dim(layer.tp_q_head_num),
         num_heads_kv: dim(layer.tp_k_head_num),
         headdim: dim(layer.qk_head_dim),
-        cache_seqlens: index_values(&args, tensors, "cache_seqlens", batch).unwrap_or_default(),
+        // No cache_seqlens: the metadata kernel takes max_seqlen_k for every sequence (musa-fa3.md
+        // §6.8 step 2).
+        cache_seqlens: index_values(&args, tensors, "cache_seqlens", batch)
+            .unwrap_or_else(|| vec![max_seqlen_k; batch]),
         qkv_dtype: None,
         headdim_v: Some(dim(layer.v_head_dim)),
         cu_seqlens_q: index_values(&args, tensors, "cu_seqlens_q", batch + 1),

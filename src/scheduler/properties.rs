@@ -8,16 +8,26 @@
 //!   metadata is dropped and the output is bit-identical;
 //! * **sensitivity**: metadata computed for one changed argument is detected (a finding), and the
 //!   kernel path shows exactly the consequence the finding names: refused (racing or out-of-bounds
-//!   on the device), NaN rows (never computed), or a result within tolerance (harmless change).
+//!   on the device), NaN rows (never computed), or a result within tolerance (harmless change);
+//! * **injection**: the call made inside SGLang's MUSA backend (at the layer that refreshes the
+//!   metadata) gets what the wrapper recomputes from its own view of the call; where that view
+//!   agrees with the call the output matches the reference, where it does not the findings name the
+//!   difference and the kernel path shows its consequence, and where the wrapper raises, the
+//!   profile raises the same.
 
 use super::args::{get_scheduler_metadata, own_args};
 use super::stale::{check_buffer, with_metadata};
-use crate::call::{Dtype, KvCacheCall, MetadataArgsSpec, PyValue, TensorValues};
+use crate::call::{
+    Dtype, KvCacheCall, LayerInfo, MetadataArgsSpec, PyValue, SglangBackend, TensorValues,
+};
 use crate::cases::Options;
 use crate::kernel::KernelError;
-use crate::musa::{InjectionCache, MusaError, MusaOptions, MusaOutput, flash_attn_with_kvcache_on};
+use crate::musa::{
+    InjectionCache, MetadataUsed, MusaError, MusaOptions, MusaOutput, flash_attn_with_kvcache_on,
+    injected_metadata,
+};
 use crate::reference::{self, Precision, RefOutput, Stack};
-use crate::tensor::{HostTensor, Tensors, materialise};
+use crate::tensor::{HostTensor, MaterialiseError, Tensors, materialise};
 use crate::tolerance;
 use crate::validate::profiles::MUSA;
 use crate::validate::{Profile, Severity};
@@ -45,6 +55,8 @@ pub enum Established {
     DetectedRowsMissing,
     /// Sensitivity: detected, the device would race or read out of bounds (the kernel path refuses).
     DetectedRefused,
+    /// Injection: SGLang's wrapper raises while recomputing (e.g. no `cu_seqlens_q`).
+    InjectionRaises,
 }
 
 /// One argument of `get_scheduler_metadata` changed away from the call's own.
@@ -208,6 +220,9 @@ fn error_codes(findings: &[crate::validate::Hazard]) -> Vec<&'static str> {
         .collect()
 }
 
+/// Memory cap for the properties' calls ([`case_options`] stay far below it).
+pub const PROPERTY_MEMORY_CAP: usize = 1 << 28;
+
 /// One call of the properties' domain (a valid, non-MLA MUSA call without metadata of its own),
 /// materialised once; its reference results are computed on first use and shared by every
 /// property checked on it.
@@ -220,9 +235,9 @@ pub struct Subject {
 }
 
 impl Subject {
-    /// `call` on a device with `mp` multiprocessors, or `None` when the call is outside the
-    /// domain.
-    pub fn of(call: &KvCacheCall, mp: usize) -> Result<Option<Subject>, String> {
+    /// `call` on a device with `mp` multiprocessors, its tensors materialised under
+    /// `memory_cap`; `None` when the call is outside the domain (or over the cap).
+    pub fn of(call: &KvCacheCall, mp: usize, memory_cap: usize) -> Result<Option<Subject>, String> {
         let verdict = MUSA.validate(call);
         match verdict.resolved() {
             Some(r) if !r.mla_decode => {}
@@ -234,7 +249,11 @@ impl Subject {
         {
             return Ok(None);
         }
-        let tensors = materialise(call, 1 << 28).map_err(|e| e.to_string())?;
+        let tensors = match materialise(call, memory_cap) {
+            Ok(tensors) => tensors,
+            Err(MaterialiseError::OverCap { .. }) => return Ok(None),
+            Err(e) => return Err(e.to_string()),
+        };
         Ok(Some(Subject {
             call: call.clone(),
             tensors,
@@ -266,11 +285,11 @@ impl Subject {
             .map_err(|e| e.to_string())
     }
 
-    /// How the kernel path must show the findings' consequence for `with` (the call with stale
+    /// How the kernel path must show the findings' consequence in `result` (the run with stale
     /// metadata), and whether it does.
     fn kernel_shows(
         &self,
-        with: &KvCacheCall,
+        result: Result<MusaOutput, MusaError>,
         codes: &[&'static str],
     ) -> Result<Established, String> {
         let refused = codes
@@ -279,7 +298,6 @@ impl Subject {
         let missing = codes
             .iter()
             .any(|c| matches!(*c, "H-SCHED-M-BLOCKS" | "H-SCHED-SPLITS-NONPOSITIVE"));
-        let result = self.run(with);
         if refused {
             return match result {
                 Err(MusaError::Kernel(KernelError::Rejected(_))) => {
@@ -337,7 +355,7 @@ impl Subject {
         }
         let errors = error_codes(&findings);
         if !errors.is_empty() {
-            self.kernel_shows(&with, &errors)?;
+            self.kernel_shows(self.run(&with), &errors)?;
             return Ok(Established::OwnMetadataHazard);
         }
         let output = self.run(&with).map_err(|e| format!("with metadata: {e}"))?;
@@ -383,13 +401,79 @@ impl Subject {
                 change.name()
             ));
         }
-        self.kernel_shows(&with, &error_codes(&findings))
+        self.kernel_shows(self.run(&with), &error_codes(&findings))
+    }
+
+    /// The injection property: the call made by the first layer of a `forward_extend` pass in
+    /// SGLang's MUSA backend, the layer's heads and dims the call's own and the batch's
+    /// `max_seqlen_k` the call's.
+    pub fn injection(&self) -> Result<Established, String> {
+        let own = own_args(&self.call, &self.tensors)?;
+        let as_i64 = |x: usize| i64::try_from(x).unwrap_or(i64::MAX);
+        let mut call = self.call.clone();
+        call.context.sglang_backend = Some(SglangBackend {
+            prefix: "forward_extend".into(),
+            layer: Some(LayerInfo {
+                layer_id: 0,
+                tp_q_head_num: as_i64(own.num_heads_q),
+                tp_k_head_num: as_i64(own.num_heads_kv),
+                qk_head_dim: as_i64(own.headdim),
+                v_head_dim: as_i64(own.headdim_v.unwrap_or(own.headdim)),
+            }),
+            max_seqlen_k: Some(as_i64(own.max_seqlen_k)),
+            ..SglangBackend::default()
+        });
+        if MUSA.validate(&call).resolved().is_none() {
+            return Ok(Established::InjectionRaises);
+        }
+        // The profile accepted the call, so the wrapper's recomputation must succeed.
+        let injected = injected_metadata(
+            &call,
+            &self.tensors,
+            &mut InjectionCache::default(),
+            self.mp,
+        )
+        .map_err(|e| format!("the profile accepts, the injection fails: {e}"))?;
+        let MetadataUsed::Injected { metadata, .. } = injected else {
+            return Err(format!(
+                "the first layer of a pass must recompute, got {injected:?}"
+            ));
+        };
+        let with = with_metadata(&self.call, &metadata.values);
+        let findings = check_buffer(
+            &with,
+            &self.tensors,
+            &metadata.values,
+            Some(&metadata.args),
+            self.mp,
+        );
+        let result = self.run(&call);
+        if let Ok(output) = &result {
+            let same = matches!(&output.metadata,
+                MetadataUsed::Injected { metadata: used, .. } if used.values == metadata.values);
+            if !same {
+                return Err(format!(
+                    "the entry point ran with {:?}, the wrapper injects {:?}",
+                    output.metadata, metadata.values
+                ));
+            }
+        }
+        let errors = error_codes(&findings);
+        if errors.is_empty() {
+            let output = result.map_err(|e| format!("with injected metadata: {e}"))?;
+            return self
+                .matches_reference(&output)
+                .map(|()| Established::WithinTolerance)
+                .map_err(|e| format!("injected metadata without findings: {e}"));
+        }
+        self.kernel_shows(result, &errors)
     }
 }
 
 /// The equivalence property for `call` on a device with `mp` multiprocessors.
 pub fn check_equivalence(call: &KvCacheCall, mp: usize) -> Result<Established, String> {
-    Subject::of(call, mp)?.map_or(Ok(Established::NotApplicable), |s| s.equivalence())
+    Subject::of(call, mp, PROPERTY_MEMORY_CAP)?
+        .map_or(Ok(Established::NotApplicable), |s| s.equivalence())
 }
 
 /// The sensitivity property for `call` and one changed argument.
@@ -398,7 +482,8 @@ pub fn check_sensitivity(
     change: Change,
     mp: usize,
 ) -> Result<Established, String> {
-    Subject::of(call, mp)?.map_or(Ok(Established::NotApplicable), |s| s.sensitivity(change))
+    Subject::of(call, mp, PROPERTY_MEMORY_CAP)?
+        .map_or(Ok(Established::NotApplicable), |s| s.sensitivity(change))
 }
 
 /// The calls the properties are checked on: MUSA calls long enough to split the key range
