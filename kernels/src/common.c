@@ -149,13 +149,20 @@ void fa3_combine(const fa3_fwd_params *params, int64_t position, int64_t head) {
         int64_t o_base = batch * params->o_accum.stride[0] + head * params->o_accum.stride[1] +
                          row * params->o_accum.stride[3];
         float lse_max = -INFINITY;
+        int unwritten = 0;
         for (int64_t sp = 0; sp < used; ++sp) {
             int64_t at = lse_base + sp * params->lse_accum.stride[2];
             FA3_CHECK(at >= 0 && at < params->lse_accum.numel, "lse_accum", at, params->lse_accum.numel);
+            unwritten |= isnan(lse_accum[at]);
             lse_max = fmaxf(lse_max, lse_accum[at]);
         }
         float lse = -INFINITY;
-        if (lse_max != -INFINITY) {
+        if (unwritten) {
+            /* A slot no tile wrote holds whatever the device's uninitialised accumulator held; the
+             * host fills the slots with NaN and lets them poison the row, so that the symptom of
+             * stale metadata is visible rather than a plausible value. */
+            lse = NAN;
+        } else if (lse_max != -INFINITY) {
             float sum = 0.0f;
             for (int64_t sp = 0; sp < used; ++sp) {
                 sum += expf(lse_accum[lse_base + sp * params->lse_accum.stride[2]] - lse_max);
@@ -165,8 +172,8 @@ void fa3_combine(const fa3_fwd_params *params, int64_t position, int64_t head) {
         int64_t out_base = batch * params->out.stride[0] + row * params->out.stride[1] +
                            head * params->out.stride[2];
         for (int64_t c = 0; c < dv; ++c) {
-            float acc = 0.0f;
-            if (lse != -INFINITY) {
+            float acc = unwritten ? NAN : 0.0f;
+            if (!unwritten && lse != -INFINITY) {
                 for (int64_t sp = 0; sp < used; ++sp) {
                     float weight = expf(lse_accum[lse_base + sp * params->lse_accum.stride[2]] - lse);
                     int64_t at = o_base + sp * params->o_accum.stride[2] + c;

@@ -7,9 +7,9 @@
 //! | length | < 4·b | `AssertionError: metadata buffer is too small` (the profile's rejection) |
 //! | length | > 4·b | vectors re-sliced at the call's b: the others below follow |
 //! | batch_table | not a permutation | batches computed twice or never, other memory indexed |
-//! | num_m_blocks | < rows needed | trailing rows never computed (NaN on the kernel path) |
+//! | num_m_blocks | < rows needed | trailing rows never computed (NaN on the kernel path, through the combine when split) |
 //! | num_splits_dynamic | > S_F | splits beyond S_F never run, combine reads out of bounds |
-//! | num_splits_dynamic | ≤ 0 | the position's rows never computed |
+//! | num_splits_dynamic | ≤ 0 | the position's rows never computed (NaN on the kernel path) |
 //! | num_nheads_in_l2 | anything | nothing (no reader) |
 
 use super::args::{get_scheduler_metadata, own_args, sglang_injected_args};
