@@ -12,8 +12,10 @@
 use crate::call::{Dtype, KvCacheCall, LayerInfo, MetadataArgsSpec, SglangBackend};
 use crate::kernel::{self, KernelError, KernelOptions, MetadataSource};
 use crate::mate::DEFAULT_MP;
+use crate::reference::RefOutput;
 use crate::scheduler::{self, MetadataError};
 use crate::tensor::{DEFAULT_MEMORY_CAP, HostTensor, MaterialiseError, Tensors, materialise};
+use crate::tolerance;
 use crate::validate::profiles::{MUSA, should_update};
 use crate::validate::{Hazard, Profile, Rejection, engine};
 use ndarray::{ArrayD, IxDyn};
@@ -113,6 +115,31 @@ pub struct MusaOutput {
     pub num_splits: usize,
     /// The profile's hazards.
     pub hazards: Vec<Hazard>,
+}
+
+impl MusaOutput {
+    /// Judges the returned tensors and the caches against the reference with the tolerance rule
+    /// (which reads the input dtype and whether keys were rotated from `ref64`). The call must have
+    /// returned its lse.
+    pub fn judge(
+        &self,
+        ref64: &RefOutput,
+        lowprec: &RefOutput,
+    ) -> Result<tolerance::Report, String> {
+        let lse = self
+            .returned
+            .lse()
+            .ok_or("the call did not return its lse (pass return_softmax_lse=True)")?;
+        let imp = RefOutput {
+            out: self.returned.out().data.clone(),
+            lse: lse.data.clone(),
+            k_cache: Some(self.k_cache.data.clone()),
+            v_cache: Some(self.v_cache.data.clone()),
+            dtype: ref64.dtype,
+            rotated_keys: ref64.rotated_keys,
+        };
+        tolerance::compare(&imp, ref64, lowprec).map_err(|m| m.to_string())
+    }
 }
 
 #[derive(Debug, Error, PartialEq)]

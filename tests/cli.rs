@@ -137,3 +137,48 @@ fn certify_flags_metadata_computed_for_other_arguments() {
         "{text}"
     );
 }
+
+#[test]
+fn certify_numerics_show_the_rows_stale_metadata_never_computes() {
+    // The same call with --numerics: the buffer its metadata_args describe leaves rows 32..199
+    // unwritten, and the modelled stack returns NaN there while the reference has values.
+    let output = fa3conform(&[
+        "certify",
+        "examples/stale-metadata-pack-gqa.json",
+        "--numerics",
+        "--format",
+        "json",
+    ]);
+    assert_eq!(output.status.code(), Some(1));
+    let doc: serde_json::Value = serde_json::from_slice(&output.stdout).unwrap();
+    let numerics = &doc[0]["numerics"];
+    assert_eq!(numerics["status"], "differs", "{numerics}");
+    let detail = numerics["detail"].as_str().unwrap();
+    assert!(
+        detail.contains("out: at [32, 0, 0]: implementation NaN"),
+        "{detail}"
+    );
+}
+
+#[test]
+fn certify_numerics_pass_for_a_sound_call_and_skip_rejected_ones() {
+    let output = fa3conform(&[
+        "certify",
+        "examples/decode-paged.json",
+        "examples/decode-ver2.json",
+        "--numerics",
+        "--format",
+        "json",
+    ]);
+    let doc: serde_json::Value = serde_json::from_slice(&output.stdout).unwrap();
+    assert_eq!(doc[0]["numerics"]["status"], "within-tolerance", "{doc}");
+    assert_eq!(doc[0]["certified"], true);
+    // ver=2 is rejected by the wrapper: nothing to compute.
+    assert!(doc[1]["numerics"].is_null(), "{doc}");
+    assert_eq!(doc[1]["certified"], false);
+    // Without --numerics the key is null for every call.
+    let plain = fa3conform(&["certify", "examples/decode-paged.json", "--format", "json"]);
+    let doc: serde_json::Value = serde_json::from_slice(&plain.stdout).unwrap();
+    assert!(doc[0]["numerics"].is_null());
+    assert_eq!(plain.status.code(), Some(0));
+}

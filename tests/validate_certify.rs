@@ -24,6 +24,8 @@ fn certify(text: &str, format: Format, profiles: &[&str]) -> (Result<u8, Error>,
         files: vec![file.path().to_path_buf()],
         profiles: profiles.iter().map(|s| s.to_string()).collect(),
         format,
+        numerics: false,
+        memory_cap: fa3conform::tensor::DEFAULT_MEMORY_CAP,
     };
     let mut out = Vec::new();
     let status = run_certify(&args, &mut out);
@@ -77,6 +79,8 @@ fn bad_input_is_an_error() {
         files: vec![PathBuf::from("/nonexistent/specs.json")],
         profiles: Vec::new(),
         format: Format::Json,
+        numerics: false,
+        memory_cap: fa3conform::tensor::DEFAULT_MEMORY_CAP,
     };
     assert!(matches!(
         run_certify(&args, &mut Vec::new()),

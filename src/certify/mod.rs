@@ -1,13 +1,19 @@
 //! `fa3conform certify`: every selected profile's verdict on each call of a spec file, the hazards,
-//! and a one-line compatibility summary, as human text, JSON or JUnit XML.
+//! and a one-line compatibility summary, as human text, JSON or JUnit XML; with `--numerics`, the
+//! numbers of each accepted call on the modelled MUSA stack against the reference ([`numerics`]).
 //!
-//! The exit status is 0 when every call is accepted by `musa` with no error-severity hazard, 1
-//! otherwise; unreadable input is an [`Error`] (the command maps it to exit status 2).
+//! The exit status is 0 when every call is accepted by `musa` with no error-severity hazard (and,
+//! with `--numerics`, no numeric difference), 1 otherwise; unreadable input is an [`Error`] (the
+//! command maps it to exit status 2).
+
+pub mod numerics;
 
 use crate::call::{KvCacheCall, PyValue, TensorArg, TensorValues, python_float_repr};
+use crate::musa::InjectionCache;
 use crate::scheduler::stale_metadata_findings;
 use crate::spec::{SpecError, parse_specs};
 use crate::validate::{Outcome, Profile, Severity, Verdict, profiles};
+use numerics::Numerics;
 use serde_json::{Map, Value, json};
 use std::io::{self, Read, Write};
 use std::path::PathBuf;
@@ -34,6 +40,14 @@ pub struct CertifyArgs {
     pub profiles: Vec<String>,
     #[arg(long, value_enum, default_value_t = Format::Human)]
     pub format: Format,
+    /// Also run each call the `musa` profile accepts on the modelled MUSA stack (the kernel path,
+    /// with the metadata it would get) and compare it with the f64 reference under the tolerance
+    /// rule; a difference fails certification.
+    #[arg(long)]
+    pub numerics: bool,
+    /// With `--numerics`: refuse calls whose tensors would take more bytes than this.
+    #[arg(long, default_value_t = crate::tensor::DEFAULT_MEMORY_CAP)]
+    pub memory_cap: usize,
 }
 
 /// Bad input: an unreadable file, an invalid spec, an unknown profile.
@@ -56,10 +70,12 @@ pub struct CallReport {
     pub verdicts: Vec<Verdict>,
     /// The gate profile's verdict (also computed when `musa` is not selected for display).
     pub gate: Verdict,
+    /// `--numerics`, for calls the gate profile accepts.
+    pub numerics: Option<Numerics>,
 }
 
 impl CallReport {
-    /// Accepted by the gate profile with no error-severity hazard.
+    /// Accepted by the gate profile with no error-severity hazard and no numeric difference.
     pub fn passes(&self) -> bool {
         self.gate.resolved().is_some()
             && self
@@ -67,6 +83,7 @@ impl CallReport {
                 .hazards
                 .iter()
                 .all(|h| h.severity < Severity::Error)
+            && !self.numerics.as_ref().is_some_and(Numerics::fails)
     }
 
     /// `accepted on sgl-kernel, rejected on musa: ValueError: Only ver=3 is supported for MUSA FA3.`
@@ -99,6 +116,7 @@ pub fn certify_call(call: &KvCacheCall, selected: &[&'static dyn Profile]) -> Ca
         id: call.id.clone(),
         verdicts,
         gate,
+        numerics: None,
     }
 }
 
@@ -179,7 +197,20 @@ fn read_calls(files: &[PathBuf]) -> Result<Vec<KvCacheCall>, Error> {
 pub fn run_certify(args: &CertifyArgs, out: &mut dyn Write) -> Result<u8, Error> {
     let selected = select_profiles(&args.profiles)?;
     let calls = read_calls(&args.files)?;
-    let reports: Vec<CallReport> = calls.iter().map(|c| certify_call(c, &selected)).collect();
+    let mut reports: Vec<CallReport> = calls.iter().map(|c| certify_call(c, &selected)).collect();
+    if args.numerics {
+        // In file order, one injection cache: the calls are one process's, as a recording is.
+        let progress = crate::conform::progress_bar(calls.len() as u64);
+        progress.set_message("numerics");
+        let mut cache = InjectionCache::default();
+        for (call, report) in calls.iter().zip(&mut reports) {
+            if report.gate.resolved().is_some() {
+                report.numerics = Some(numerics::check(call, &mut cache, args.memory_cap));
+            }
+            progress.inc(1);
+        }
+        progress.finish_and_clear();
+    }
     let text = match args.format {
         Format::Human => render_human(&calls, &reports),
         Format::Json => render_json(&reports),
@@ -347,11 +378,18 @@ pub fn render_human_call(call: &KvCacheCall, report: &CallReport) -> String {
             ));
         }
     }
+    if let Some(numerics) = &report.numerics {
+        out.push_str(&format!(
+            "  numerics ({GATE_PROFILE}): {}\n",
+            numerics.describe()
+        ));
+    }
     out
 }
 
 /// JSON report: one object per call, `{id, profiles: {name: {outcome, exception, message, site}},
-/// hazards: [{profile, code, severity, message}], summary, certified}`.
+/// hazards: [{profile, code, severity, message}], numerics: null | {status, detail}, summary,
+/// certified}`.
 pub fn render_json(reports: &[CallReport]) -> String {
     let calls: Vec<Value> = reports.iter().map(report_json).collect();
     let mut text = serde_json::to_string_pretty(&Value::Array(calls)).expect("JSON serialises");
@@ -384,10 +422,15 @@ fn report_json(report: &CallReport) -> Value {
             })
         })
         .collect();
+    let numerics = report
+        .numerics
+        .as_ref()
+        .map(|n| json!({"status": n.status(), "detail": n.describe()}));
     json!({
         "id": report.id,
         "profiles": profiles,
         "hazards": hazards,
+        "numerics": numerics,
         "summary": report.summary(),
         "certified": report.passes(),
     })
@@ -420,6 +463,12 @@ pub fn render_junit(reports: &[CallReport]) -> String {
                 .iter()
                 .filter(|h| h.severity == Severity::Error)
                 .map(|h| format!("{}: {}", h.code, h.message))
+                .chain(
+                    r.numerics
+                        .iter()
+                        .filter(|n| n.fails())
+                        .map(|n| format!("numerics: {}", n.describe())),
+                )
                 .collect();
             out.push_str(&format!(
                 "  <testcase classname=\"certify\" name=\"{name}\">\n    <failure message=\"{}\">{}</failure>\n  </testcase>\n",

@@ -28,7 +28,6 @@ use crate::musa::{
 };
 use crate::reference::{self, Precision, RefOutput, Stack};
 use crate::tensor::{HostTensor, MaterialiseError, Tensors, materialise};
-use crate::tolerance;
 use crate::validate::profiles::MUSA;
 use crate::validate::{Profile, Severity};
 use ndarray::{ArrayD, IxDyn};
@@ -180,21 +179,6 @@ fn run(call: &KvCacheCall, tensors: &Tensors, mp: usize) -> Result<MusaOutput, M
     flash_attn_with_kvcache_on(call, tensors, &mut InjectionCache::default(), &options)
 }
 
-fn as_ref_output(output: &MusaOutput, reference: &RefOutput) -> Result<RefOutput, String> {
-    let lse = output
-        .returned
-        .lse()
-        .ok_or("the case must return the lse")?;
-    Ok(RefOutput {
-        out: output.returned.out().data.clone(),
-        lse: lse.data.clone(),
-        k_cache: Some(output.k_cache.data.clone()),
-        v_cache: Some(output.v_cache.data.clone()),
-        dtype: reference.dtype,
-        rotated_keys: reference.rotated_keys,
-    })
-}
-
 /// Element-wise identity, NaN equal to NaN.
 fn bit_identical(a: &MusaOutput, b: &MusaOutput) -> bool {
     let same = |x: &ndarray::ArrayD<f64>, y: &ndarray::ArrayD<f64>| {
@@ -280,9 +264,7 @@ impl Subject {
             })
             .as_ref()
             .map_err(String::clone)?;
-        tolerance::compare(&as_ref_output(output, exact)?, exact, low)
-            .map(|_| ())
-            .map_err(|e| e.to_string())
+        output.judge(exact, low).map(|_| ())
     }
 
     /// How the kernel path must show the findings' consequence in `result` (the run with stale

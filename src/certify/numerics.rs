@@ -1,0 +1,115 @@
+//! `certify --numerics`: the numbers of each call the MUSA stack accepts. The call runs through
+//! the modelled stack ([`musa::flash_attn_with_kvcache_on`], the kernel path standing in for the
+//! device) with the metadata it would get — the `scheduler_metadata` values the spec gives, else
+//! the buffer its `metadata_args` describe, else what SGLang injects (with the injection cache
+//! shared by the file's calls in order, as one process would) — and through the f64 and
+//! low-precision references; the tolerance rule ([`crate::tolerance`]) judges.
+
+use crate::call::{KvCacheCall, PyValue};
+use crate::mate::DEFAULT_MP;
+use crate::musa::{self, InjectionCache, MusaError, MusaOptions};
+use crate::reference::{self, Precision, Stack};
+use crate::scheduler::properties::returning_lse;
+use crate::scheduler::{get_scheduler_metadata, with_metadata};
+use crate::tensor::materialise;
+use crate::tolerance::Report;
+
+/// What the numeric check found for one call.
+#[derive(Debug)]
+pub enum Numerics {
+    /// Within the tolerance rule; the measured deviations.
+    Within(Report),
+    /// Not within it: which tensor, where, by how much.
+    Differs(String),
+    /// Not run, and why (the stack raises, mate's MLA branch, over the memory cap, ...).
+    NotRun(String),
+}
+
+impl Numerics {
+    /// A difference fails certification; a check that could not run does not.
+    pub fn fails(&self) -> bool {
+        matches!(self, Numerics::Differs(_))
+    }
+
+    /// One line for the human report.
+    pub fn describe(&self) -> String {
+        match self {
+            Numerics::Within(report) => {
+                let caches = if report.caches_compared {
+                    ", caches after the append as the rule says"
+                } else {
+                    ""
+                };
+                format!(
+                    "within tolerance: out {}; lse {}{caches}",
+                    report.out, report.lse
+                )
+            }
+            Numerics::Differs(why) => format!("DIFFERS from the reference: {why}"),
+            Numerics::NotRun(why) => format!("not run: {why}"),
+        }
+    }
+
+    /// The status name in the JSON report.
+    pub fn status(&self) -> &'static str {
+        match self {
+            Numerics::Within(_) => "within-tolerance",
+            Numerics::Differs(_) => "differs",
+            Numerics::NotRun(_) => "not-run",
+        }
+    }
+}
+
+/// Runs `call` on the modelled MUSA stack and the references. `cache` is SGLang's metadata cache,
+/// carried from the previous calls of the same process.
+pub fn check(call: &KvCacheCall, cache: &mut InjectionCache, memory_cap: usize) -> Numerics {
+    // The lse is needed for the comparison; asking for it changes nothing else.
+    let call = match with_described_metadata(&returning_lse(call)) {
+        Ok(call) => call,
+        Err(why) => return Numerics::NotRun(why),
+    };
+    let tensors = match materialise(&call, memory_cap) {
+        Ok(tensors) => tensors,
+        Err(e) => return Numerics::NotRun(format!("the call's tensors: {e}")),
+    };
+    let options = MusaOptions {
+        memory_cap,
+        ..MusaOptions::default()
+    };
+    let output = match musa::flash_attn_with_kvcache_on(&call, tensors.clone(), cache, &options) {
+        Ok(output) => output,
+        Err(MusaError::Raises(rejection)) => {
+            return Numerics::NotRun(format!("the stack raises {rejection}"));
+        }
+        // The kernel path refuses what the device would race on or read out of bounds for; the
+        // hazards name it.
+        Err(MusaError::Kernel(e)) => {
+            return Numerics::Differs(format!("the device would not compute this call: {e}"));
+        }
+        Err(e) => return Numerics::NotRun(e.to_string()),
+    };
+    let run = |precision| reference::run(&call, &tensors, Stack::Musa, precision);
+    let (exact, low) = match (run(Precision::Exact), run(Precision::LowPrecision)) {
+        (Ok(exact), Ok(low)) => (exact, low),
+        (Err(e), _) | (_, Err(e)) => return Numerics::NotRun(format!("the reference: {e}")),
+    };
+    match output.judge(&exact, &low) {
+        Ok(report) => Numerics::Within(report),
+        Err(why) => Numerics::Differs(why),
+    }
+}
+
+/// `call` passing the buffer its `metadata_args` describe, when the spec gives no values of its
+/// own: the metadata tensor the real call passes was computed with those arguments.
+fn with_described_metadata(call: &KvCacheCall) -> Result<KvCacheCall, String> {
+    let values_given = call
+        .passed("scheduler_metadata")
+        .and_then(PyValue::as_tensor)
+        .is_some_and(|t| t.values.is_some());
+    match &call.metadata_args {
+        Some(args) if !values_given => get_scheduler_metadata(args, DEFAULT_MP)
+            .map(|metadata| with_metadata(call, &metadata.to_tensor()))
+            .map_err(|e| format!("get_scheduler_metadata(metadata_args): {e}")),
+        _ => Ok(call.clone()),
+    }
+}
