@@ -9,9 +9,11 @@
 //! the value the worked examples of the spec assume.
 
 mod metadata;
+pub mod python;
 
 pub use metadata::{MetadataArgs, SchedulerMetadata, scheduler_metadata};
 
+use python::PyNum;
 use thiserror::Error;
 
 /// Multiprocessor count assumed when the caller names none (the spec's worked examples use 48).
@@ -37,8 +39,8 @@ pub struct ResolvedMask {
     pub attention_chunk: i64,
 }
 
-/// `_resolve_mask(seqlen_q, seqlen_k, is_causal, wl, wr, attention_chunk)` (§6.1). A window side of
-/// `None` is Python's `None`.
+/// `_resolve_mask(seqlen_q, seqlen_k, is_causal, wl, wr, attention_chunk)` (§6.1) on ints. A window
+/// side of `None` is Python's `None`.
 pub fn resolve_mask(
     seqlen_q: i64,
     seqlen_k: i64,
@@ -47,47 +49,33 @@ pub fn resolve_mask(
     window_right: Option<i64>,
     attention_chunk: i64,
 ) -> ResolvedMask {
-    let mut wl = match window_left {
-        Some(w) if w < seqlen_k.saturating_sub(1) => w,
-        _ => -1,
-    };
-    let mut wr = match window_right {
-        Some(w) if w < seqlen_q.saturating_sub(1) => w,
-        _ => -1,
-    };
-    if is_causal {
-        wr = 0;
-    }
-    let causal = wl < 0 && wr == 0 && attention_chunk == 0;
-    let local = (wl >= 0 || wr >= 0 || attention_chunk >= 1) && !causal;
-    if wl < 0 {
-        wl = seqlen_k.saturating_sub(1);
-    }
-    if wr < 0 {
-        wr = seqlen_q.saturating_sub(1);
-    }
-    if attention_chunk > 0 {
-        wl = wl.min(attention_chunk - 1);
-        wr = wr.min(attention_chunk - 1);
-    }
-    ResolvedMask {
-        is_causal: causal,
-        is_local: local,
-        window_left: wl,
-        window_right: wr,
-        attention_chunk,
-    }
+    python::resolve_mask(
+        seqlen_q,
+        seqlen_k,
+        is_causal,
+        window_left.map(PyNum::int),
+        window_right.map(PyNum::int),
+        PyNum::int(attention_chunk),
+    )
+    .resolved(attention_chunk)
 }
 
-/// The §6.2 reset: a fixed-length call (the caller decides which inputs count, the forward and
-/// the metadata differ) whose chunk covers the whole key range runs without chunking.
+/// The §6.2 reset on ints: a fixed-length call (the caller decides which inputs count, the forward
+/// and the metadata differ) whose chunk covers the whole key range runs without chunking.
 pub fn reset_attention_chunk(
     attention_chunk: i64,
     fixed_length: bool,
     seqlen_q: i64,
     seqlen_k: i64,
 ) -> i64 {
-    if attention_chunk > 0 && fixed_length && seqlen_q <= seqlen_k && attention_chunk >= seqlen_k {
+    let reset = python::reset_chunk(
+        PyNum::int(attention_chunk),
+        fixed_length,
+        seqlen_q,
+        seqlen_k,
+    );
+    // The reset gives the int 0 or the chunk as is (kept exact beyond f64's integers).
+    if reset.value == 0.0 {
         0
     } else {
         attention_chunk

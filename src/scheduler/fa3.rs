@@ -15,6 +15,9 @@ pub enum Fa3Vector {
     Semaphore,
 }
 
+/// The compute capability the CUDA profiles model (`sgl-kernel`, `fa3`, `fa3-stable`): Hopper.
+pub const MODELLED_ARCH: u32 = 90;
+
 /// Which vectors a metadata tensor holds, for `batch` sequences (C.3).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Fa3Layout {

@@ -11,6 +11,7 @@
 
 use super::cuda_state::{Arg, CudaState, Flavour, MhaResolution, MhaSizes, SequsedK};
 use crate::call::{Device, Dtype, PyValue, TensorArg};
+use crate::scheduler::fa3::{Fa3Layout, MODELLED_ARCH};
 use crate::validate::engine::{Check, Fail, HazardLog, Layer};
 use crate::validate::{LseLayout, Rejection, Resolved};
 
@@ -724,10 +725,15 @@ fn resolve(s: &mut CudaState) {
         }
         explicit => op_bool(explicit),
     };
-    let needs_semaphore = ((is_causal || is_local) && num_splits == 1) || is_varlen;
-    let vectors =
-        i64::from(is_varlen) * 2 + i64::from(!is_local) + i64::from(is_causal || is_local);
-    let b_rounded = ceil_div(z.batch_size, 4) * 4;
+    // A batch below 0 (`cu_seqlens_q` of size 0) rounds to 0 like 0 does.
+    let layout = Fa3Layout::of_mha_fwd(
+        usize::try_from(z.batch_size).unwrap_or(0),
+        is_causal,
+        is_local,
+        is_varlen,
+        num_splits.into(),
+        MODELLED_ARCH,
+    );
     s.resolution = MhaResolution {
         is_causal,
         is_local,
@@ -743,8 +749,8 @@ fn resolve(s: &mut CudaState) {
         tile_n,
         head_size_rounded: d_rounded,
         head_size_v_rounded: dv_rounded,
-        metadata_needed: needs_semaphore || is_varlen,
-        metadata_size: vectors * b_rounded + i64::from(needs_semaphore),
+        metadata_needed: layout.read_by_mha_fwd(),
+        metadata_size: layout.size() as i64,
     };
 }
 

@@ -5,7 +5,6 @@ pub mod cuda_state;
 pub mod fa3;
 pub mod mha_fwd;
 mod musa;
-mod musa_config;
 mod musa_mate;
 mod musa_sglang;
 pub mod sgl_kernel;

@@ -8,13 +8,13 @@
 //! `out`, `lse`, the context-parallel arguments) can never fire through this stack and are not sites of
 //! this profile.
 
-use super::musa_config::{PyNum, ResolvedMask};
 use super::musa_sglang::WindowBound;
 use super::{musa_mate, musa_sglang};
 use crate::call::{
     BoundArgs, Device, Dtype, KvCacheCall, PyValue, SglangBackend, TensorArg, signature,
 };
 use crate::mate::KernelConfig;
+use crate::mate::python::{PyNum, PythonMask};
 use crate::validate::engine::{Fail, HazardLog, Layer, reject, run_layers, sites_of};
 use crate::validate::{
     Exception, Hazard, LseLayout, Outcome, Profile, Rejection, Resolved, Verdict,
@@ -55,7 +55,7 @@ pub struct MusaState {
     /// `scheduler_metadata is not None` after the sink policy.
     pub(super) has_metadata: bool,
     pub(super) num_splits: i64,
-    pub(super) mask: Option<ResolvedMask>,
+    pub(super) mask: Option<PythonMask>,
     pub(super) config: Option<KernelConfig>,
 }
 
@@ -296,7 +296,7 @@ fn resolved(s: &MusaState) -> Resolved {
     let mask = s
         .mask
         .expect("an accepted fmha call has resolved its mask")
-        .mask();
+        .resolved(s.attention_chunk);
     let config = s
         .config
         .expect("an accepted fmha call has a kernel configuration");

@@ -4,12 +4,12 @@
 //! where it differs (`k_cache` is mate's `k`, `k` is `k_new`, `cache_seqlens` is `seqused_k`, ...).
 
 use super::musa::{FwdDims, Injection, MusaState, fail_if, int32_vector, is_musa};
-use super::musa_config::{self, NumKind, PyNum};
 use super::musa_sglang::{
     MaskOperandError, WindowBound, ambiguous_values, mask_operands, tensor_bound, window_pair,
 };
 use crate::call::{Dtype, PyValue, TensorArg};
 use crate::mate;
+use crate::mate::python::{self, NumKind, PyNum};
 use crate::validate::engine::{Check, Fail, HazardLog, Layer};
 use crate::validate::{LseLayout, Resolved, py};
 
@@ -1217,10 +1217,10 @@ fn policy_and_mask(s: &mut MusaState) -> Result<(), Fail> {
     .iter()
     .all(|n| !s.given(n))
         && s.seqused_k.is_none();
-    s.chunk = musa_config::reset_chunk(chunk, fixed, d.seqlen_q, d.seqlen_k);
+    s.chunk = python::reset_chunk(chunk, fixed, d.seqlen_q, d.seqlen_k);
     s.attention_chunk = s.chunk.value as i64;
     let causal = s.arg("causal").truthy().unwrap_or(true);
-    s.mask = Some(musa_config::resolve_mask(
+    s.mask = Some(python::resolve_mask(
         d.seqlen_q, d.seqlen_k, causal, left, right, s.chunk,
     ));
     kernel_hazards(s);

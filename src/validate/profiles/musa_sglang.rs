@@ -2,9 +2,9 @@
 //! the metadata chain M it runs when it recomputes (§5.2).
 
 use super::musa::{Injection, MusaState, fail_if, is_musa};
-use super::musa_config::{NumKind, PyNum};
 use crate::call::{Dtype, PyValue, SglangBackend, TensorValues};
 use crate::mate;
+use crate::mate::python::{NumKind, PyNum};
 use crate::validate::engine::{Check, Fail, HazardLog, Layer};
 use crate::validate::py;
 

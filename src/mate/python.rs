@@ -1,18 +1,10 @@
 //! mate v0.2.2's mask resolution and attention-chunk reset (musa-fa3.md §6.1–§6.2) evaluated on the
 //! Python values a caller passes (ints, floats, one-element tensors, with Python's `and`/`or`), as
-//! validation must; the kernel configuration and the numeric mask of accepted calls are
-//! [`crate::mate`]'s.
+//! validation must. The integer forms the kernel configuration and the kernel path use
+//! ([`super::resolve_mask`], [`super::reset_attention_chunk`]) are these functions on ints.
 
+use super::ResolvedMask;
 use std::cmp::Ordering;
-
-/// The mask `_resolve_mask` settles on.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct Mask {
-    pub is_causal: bool,
-    pub is_local: bool,
-    pub window_left: i64,
-    pub window_right: i64,
-}
 
 /// What a number reaching `_resolve_mask` is in Python: the kernel's `int` parameters accept only
 /// ints, and a one-element tensor compares like a number but stays a tensor.
@@ -67,20 +59,22 @@ impl Truth {
 /// `_resolve_mask`'s results as Python values: `is_causal`/`is_local` may be tensors and the windows
 /// floats or tensors, which the JIT key and the kernel call reject later.
 #[derive(Clone, Copy, Debug, PartialEq)]
-pub struct ResolvedMask {
+pub struct PythonMask {
     pub is_causal: Truth,
     pub is_local: Truth,
     pub window_left: PyNum,
     pub window_right: PyNum,
 }
 
-impl ResolvedMask {
-    pub fn mask(&self) -> Mask {
-        Mask {
+impl PythonMask {
+    /// The mask as the kernel receives it, with the chunk it runs with.
+    pub fn resolved(&self, attention_chunk: i64) -> ResolvedMask {
+        ResolvedMask {
             is_causal: self.is_causal.value,
             is_local: self.is_local.value,
             window_left: self.window_left.value as i64,
             window_right: self.window_right.value as i64,
+            attention_chunk,
         }
     }
 }
@@ -100,7 +94,7 @@ pub fn resolve_mask(
     wl: Option<PyNum>,
     wr: Option<PyNum>,
     attention_chunk: PyNum,
-) -> ResolvedMask {
+) -> PythonMask {
     let last_k = PyNum::int(seqlen_k.saturating_sub(1));
     let last_q = PyNum::int(seqlen_q.saturating_sub(1));
     // `if w is None or w >= last: w = -1`; NaN compares false and is kept.
@@ -144,7 +138,7 @@ pub fn resolve_mask(
         wl = py_min(wl, last);
         wr = py_min(wr, last);
     }
-    ResolvedMask {
+    PythonMask {
         is_causal,
         is_local,
         window_left: wl,
@@ -179,9 +173,9 @@ mod tests {
         wl: Option<i64>,
         wr: Option<i64>,
         chunk: i64,
-    ) -> Mask {
+    ) -> ResolvedMask {
         let (wl, wr) = (wl.map(PyNum::int), wr.map(PyNum::int));
-        resolve_mask(seqlen_q, seqlen_k, causal, wl, wr, PyNum::int(chunk)).mask()
+        resolve_mask(seqlen_q, seqlen_k, causal, wl, wr, PyNum::int(chunk)).resolved(chunk)
     }
 
     #[test]
