@@ -731,7 +731,7 @@ fn resolve(s: &mut CudaState) {
         is_causal,
         is_local,
         is_varlen,
-        num_splits.into(),
+        num_splits,
         MODELLED_ARCH,
     );
     s.resolution = MhaResolution {
