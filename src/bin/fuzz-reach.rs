@@ -1,9 +1,12 @@
 //! How deep a fuzz corpus reaches: the share of a target's inputs that get past the JSON parser
 //! (`call_spec`), past CPython's argument binding to a check of the stack or to acceptance
 //! (`validate`, per profile), or to the kernel path (`differential`, `metadata`). Run it on the
-//! corpus a fuzzing campaign grew:
+//! corpus a fuzzing campaign grew (libFuzzer keeps only inputs the harness marks worth keeping, so
+//! there the kernel targets reach the kernel by construction), or on `--random N` seeded random
+//! inputs of 256 bytes, the share a blind input reaches:
 //!
 //! `cargo run --release --features internal-testing --bin fuzz-reach -- validate fuzz/corpus-work/validate`
+//! `cargo run --release --features internal-testing --bin fuzz-reach -- differential --random 500`
 
 use arbitrary::Unstructured;
 use fa3conform::fuzzing::generators::{FuzzCall, Target};
@@ -11,6 +14,8 @@ use fa3conform::fuzzing::harness::{self, SPEC_MEMORY_CAP};
 use fa3conform::spec::parse_specs;
 use fa3conform::tensor::materialise;
 use fa3conform::validate::{Exception, Outcome, Profile, profiles};
+use rand::{RngCore, SeedableRng};
+use rand_chacha::ChaCha8Rng;
 use std::process::ExitCode;
 
 fn percent(part: usize, whole: usize) -> String {
@@ -90,27 +95,48 @@ fn kernel(inputs: &[Vec<u8>], run: fn(&[u8]) -> bool) {
     println!("reached the kernel path {}", percent(reached, inputs.len()));
 }
 
-fn main() -> ExitCode {
-    let args: Vec<String> = std::env::args().collect();
-    let [_, target, dirs @ ..] = args.as_slice() else {
-        eprintln!("usage: fuzz-reach <validate|differential|metadata|call_spec> <corpus dir>...");
-        return ExitCode::from(2);
-    };
+/// The inputs in the corpus directories, or `--random N` seeded random inputs.
+fn read_inputs(sources: &[String]) -> Result<Vec<Vec<u8>>, String> {
+    if let [flag, count] = sources
+        && flag == "--random"
+    {
+        let count: usize = count.parse().map_err(|_| "--random takes a count")?;
+        let mut rng = ChaCha8Rng::seed_from_u64(1);
+        return Ok((0..count)
+            .map(|_| {
+                let mut bytes = vec![0u8; 256];
+                rng.fill_bytes(&mut bytes);
+                bytes
+            })
+            .collect());
+    }
     let mut inputs = Vec::new();
-    for dir in dirs {
-        let entries = match std::fs::read_dir(dir) {
-            Ok(entries) => entries,
-            Err(e) => {
-                eprintln!("{dir}: {e}");
-                return ExitCode::from(2);
-            }
-        };
+    for dir in sources {
+        let entries = std::fs::read_dir(dir).map_err(|e| format!("{dir}: {e}"))?;
         for entry in entries.flatten() {
             if let Ok(bytes) = std::fs::read(entry.path()) {
                 inputs.push(bytes);
             }
         }
     }
+    Ok(inputs)
+}
+
+fn main() -> ExitCode {
+    let args: Vec<String> = std::env::args().collect();
+    let [_, target, sources @ ..] = args.as_slice() else {
+        eprintln!(
+            "usage: fuzz-reach <validate|differential|metadata|call_spec> <corpus dir>... | --random N"
+        );
+        return ExitCode::from(2);
+    };
+    let inputs = match read_inputs(sources) {
+        Ok(inputs) => inputs,
+        Err(e) => {
+            eprintln!("{e}");
+            return ExitCode::from(2);
+        }
+    };
     println!("{target}: {} inputs", inputs.len());
     match target.as_str() {
         "validate" => validate(&inputs),
