@@ -55,7 +55,7 @@ impl Suite for KernelSuite {
     }
 
     fn default_cases(&self) -> usize {
-        500
+        5000
     }
 
     fn run_case(&self, seed: u64, index: usize) -> CaseOutcome {
