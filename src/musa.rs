@@ -18,7 +18,6 @@ use crate::tensor::{DEFAULT_MEMORY_CAP, HostTensor, MaterialiseError, Tensors, m
 use crate::tolerance;
 use crate::validate::profiles::{MUSA, should_update};
 use crate::validate::{Hazard, Profile, Rejection, engine};
-use ndarray::{ArrayD, IxDyn};
 use std::collections::BTreeMap;
 use thiserror::Error;
 
@@ -267,23 +266,11 @@ pub fn flash_attn_with_kvcache_on(
         return Err(MusaError::MlaBranch);
     }
     let metadata = injected_metadata(&call, &tensors, cache, options.mp)?;
-    let values = match &metadata {
-        MetadataUsed::Passed(values) => Some(values),
-        MetadataUsed::Injected { metadata, .. } => Some(&metadata.values),
-        MetadataUsed::None | MetadataUsed::MlaWorkspace { .. } => None,
-    };
-    if let Some(values) = values {
-        let data = ArrayD::from_shape_vec(
-            IxDyn(&[values.len()]),
-            values.iter().map(|&v| f64::from(v)).collect(),
-        )
-        .expect("1-D");
+    // A passed tensor is among `tensors` already; an injected one is what the wrapper passes on.
+    if let MetadataUsed::Injected { metadata, .. } = &metadata {
         tensors.insert(
             "scheduler_metadata".into(),
-            HostTensor {
-                dtype: Dtype::Int32,
-                data,
-            },
+            HostTensor::vector(Dtype::Int32, metadata.values.iter().map(|&v| f64::from(v))),
         );
     }
     let kernel_options = KernelOptions {

@@ -30,7 +30,6 @@ use crate::reference::{self, Precision, RefOutput, Stack};
 use crate::tensor::{HostTensor, MaterialiseError, Tensors, materialise};
 use crate::validate::profiles::MUSA;
 use crate::validate::{Profile, Severity};
-use ndarray::{ArrayD, IxDyn};
 use std::cell::OnceCell;
 
 /// What a check established (for coverage statistics).
@@ -163,17 +162,9 @@ fn run(call: &KvCacheCall, tensors: &Tensors, mp: usize) -> Result<MusaOutput, M
         .and_then(PyValue::as_tensor)
         .and_then(|t| t.values.as_ref())
     {
-        let data = ArrayD::from_shape_vec(
-            IxDyn(&[values.len()]),
-            values.iter().map(|&x| x as f64).collect(),
-        )
-        .expect("1-D");
         tensors.insert(
             "scheduler_metadata".into(),
-            HostTensor {
-                dtype: Dtype::Int32,
-                data,
-            },
+            HostTensor::vector(Dtype::Int32, values.iter().map(|&x| x as f64)),
         );
     }
     flash_attn_with_kvcache_on(call, tensors, &mut InjectionCache::default(), &options)

@@ -30,6 +30,14 @@ impl HostTensor {
         }
     }
 
+    /// A 1-D tensor of `values` (an index tensor handed on by value, e.g. scheduler metadata).
+    pub fn vector(dtype: Dtype, values: impl IntoIterator<Item = f64>) -> HostTensor {
+        HostTensor {
+            dtype,
+            data: ndarray::Array1::from_iter(values).into_dyn(),
+        }
+    }
+
     pub fn shape(&self) -> &[usize] {
         self.data.shape()
     }
