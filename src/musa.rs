@@ -129,15 +129,15 @@ impl MusaOutput {
             .returned
             .lse()
             .ok_or("the call did not return its lse (pass return_softmax_lse=True)")?;
-        let imp = RefOutput {
-            out: self.returned.out().data.clone(),
-            lse: lse.data.clone(),
-            k_cache: Some(self.k_cache.data.clone()),
-            v_cache: Some(self.v_cache.data.clone()),
-            dtype: ref64.dtype,
-            rotated_keys: ref64.rotated_keys,
-        };
-        tolerance::compare(&imp, ref64, lowprec).map_err(|m| m.to_string())
+        tolerance::judge(
+            self.returned.out().data.clone(),
+            lse.data.clone(),
+            self.k_cache.data.clone(),
+            self.v_cache.data.clone(),
+            ref64,
+            lowprec,
+        )
+        .map_err(|m| m.to_string())
     }
 }
 

@@ -283,6 +283,27 @@ fn check_cache(
     )
 }
 
+/// Judges an implementation's `out`, `lse` and caches after the call (every path returns both
+/// caches; [`compare`] reads those the reference changed) against `ref64`.
+pub fn judge(
+    out: ArrayD<f64>,
+    lse: ArrayD<f64>,
+    k_cache: ArrayD<f64>,
+    v_cache: ArrayD<f64>,
+    ref64: &RefOutput,
+    lowprec: &RefOutput,
+) -> Result<Report, Mismatch> {
+    let imp = RefOutput {
+        out,
+        lse,
+        k_cache: Some(k_cache),
+        v_cache: Some(v_cache),
+        dtype: ref64.dtype,
+        rotated_keys: ref64.rotated_keys,
+    };
+    compare(&imp, ref64, lowprec)
+}
+
 /// Judges `imp` against `ref64` with `lowprec` as the baseline (see the module documentation).
 /// The multipliers and the key tolerance come from `ref64.dtype` and `ref64.rotated_keys`; those
 /// fields of `imp` and `lowprec` are not read.
