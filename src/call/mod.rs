@@ -17,7 +17,7 @@ pub use dims::{Dims, DimsError};
 pub use dtype::Dtype;
 pub use metadata_args::MetadataArgsSpec;
 pub use signature::{BoundArgs, Signature};
-pub use value::{Device, PyValue, TensorArg, TensorValues, python_float_repr};
+pub use value::{Device, PyValue, TensorArg, TensorValues, python_float_repr, python_int_from_str};
 
 /// One call of `flash_attn_with_kvcache`.
 #[derive(Clone, Debug, Default, PartialEq)]

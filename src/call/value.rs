@@ -314,6 +314,22 @@ impl fmt::Display for PyValue {
     }
 }
 
+/// Python's `int(str)` for decimal literals: surrounding whitespace, an optional sign, single
+/// underscores between digits; `None` where Python raises `ValueError`.
+pub fn python_int_from_str(text: &str) -> Option<i64> {
+    let text = text.trim();
+    let digits = text.strip_prefix(['+', '-']).unwrap_or(text);
+    let well_formed = !digits.is_empty()
+        && !digits.starts_with('_')
+        && !digits.ends_with('_')
+        && !digits.contains("__")
+        && digits.chars().all(|c| c.is_ascii_digit() || c == '_');
+    if !well_formed {
+        return None;
+    }
+    text.replace('_', "").parse().ok()
+}
+
 /// Python's `repr(float)`: shortest round-trip digits, always with a `.0` or exponent.
 pub fn python_float_repr(x: f64) -> String {
     if x.is_nan() {

@@ -2,7 +2,7 @@
 //! the metadata chain M it runs when it recomputes (§5.2).
 
 use super::musa::{Injection, MusaState, fail_if, is_musa};
-use crate::call::{Dtype, PyValue, SglangBackend, TensorValues};
+use crate::call::{Dtype, PyValue, SglangBackend, TensorValues, python_int_from_str};
 use crate::mate;
 use crate::mate::python::{NumKind, PyNum};
 use crate::validate::engine::{Check, Fail, HazardLog, Layer};
@@ -218,7 +218,7 @@ fn pp_start_layer(partition: Option<&str>, layers: i64, rank: i64, size: i64) ->
     };
     let counts: Vec<i64> = text
         .split(',')
-        .map(python_int)
+        .map(python_int_from_str)
         .collect::<Option<_>>()
         .ok_or_else(|| Fail::with("musa.W-2.pp.partition", [text.to_string()]))?;
     if counts.len() as i64 != size {
@@ -238,29 +238,6 @@ fn pp_start_layer(partition: Option<&str>, layers: i64, rank: i64, size: i64) ->
         .iter()
         .take(rank.max(0) as usize)
         .fold(0i64, |a, &c| a.saturating_add(c)))
-}
-
-/// Python's `int(str)` for the decimal forms a partition string holds (surrounding whitespace, a sign,
-/// underscores between digits).
-fn python_int(text: &str) -> Option<i64> {
-    let t = text.trim();
-    let (sign, digits) = match t.strip_prefix('-') {
-        Some(rest) => (-1, rest),
-        None => (1, t.strip_prefix('+').unwrap_or(t)),
-    };
-    let well_formed = !digits.is_empty()
-        && !digits.starts_with('_')
-        && !digits.ends_with('_')
-        && !digits.contains("__")
-        && digits.chars().all(|c| c.is_ascii_digit() || c == '_');
-    if !well_formed {
-        return None;
-    }
-    digits
-        .replace('_', "")
-        .parse::<i64>()
-        .ok()
-        .map(|v| sign * v)
 }
 
 /// `envs.SGLANG_MUSA_FA3_FORCE_UPDATE_METADATA.get()` (`EnvBool`, default False; unknown values warn
@@ -505,9 +482,9 @@ mod tests {
             pp_start_layer(Some("4,4"), 10, 0, 2).unwrap_err(),
             Fail::with("musa.W-2.pp.sum", ["8".to_string(), "10".to_string()])
         );
-        assert_eq!(python_int("1_0"), Some(10));
-        assert_eq!(python_int(""), None);
-        assert_eq!(python_int("3.0"), None);
+        assert_eq!(python_int_from_str("1_0"), Some(10));
+        assert_eq!(python_int_from_str(""), None);
+        assert_eq!(python_int_from_str("3.0"), None);
     }
 
     #[test]

@@ -13,7 +13,7 @@ use super::cuda_op::{
 };
 use super::cuda_state::{Arg, CudaState, Flavour, python_shape, python_stride_last, python_tensor};
 use super::mha_fwd::{LAUNCH, MHA_FWD, SINKS, op_int, render, resolved};
-use crate::call::{Device, Dtype, KvCacheCall, PyValue, TensorArg, signature};
+use crate::call::{Device, Dtype, KvCacheCall, PyValue, TensorArg, python_int_from_str, signature};
 use crate::validate::engine::{Check, Fail, HazardLog, Layer, run_layers};
 use crate::validate::{LseLayout, Outcome, Profile, Resolved, Verdict};
 use std::sync::OnceLock;
@@ -127,7 +127,7 @@ fn python_int(value: &PyValue) -> Result<PyValue, Fail> {
         PyValue::Float(f) if f.is_nan() => Err(Fail::new("py.int-nan")),
         PyValue::Float(f) if f.is_infinite() => Err(Fail::new("py.int-inf")),
         PyValue::Float(f) => Ok(PyValue::Int(f.trunc() as i64)),
-        PyValue::Str(text) => python_int_literal(text.trim())
+        PyValue::Str(text) => python_int_from_str(text)
             .map(PyValue::Int)
             .ok_or_else(|| Fail::with("py.int-literal", [value.to_string()])),
         PyValue::Tensor(t) => match t.numel() {
@@ -139,21 +139,6 @@ fn python_int(value: &PyValue) -> Result<PyValue, Fail> {
         },
         other => Err(Fail::with("py.int-type", [other.type_name().to_string()])),
     }
-}
-
-/// A base-10 integer literal as `int(str)` reads it: optional sign, digits, single underscores
-/// between digits.
-fn python_int_literal(text: &str) -> Option<i64> {
-    let digits = text.strip_prefix(['+', '-']).unwrap_or(text);
-    let well_formed = !digits.is_empty()
-        && !digits.starts_with('_')
-        && !digits.ends_with('_')
-        && !digits.contains("__")
-        && digits.chars().all(|c| c.is_ascii_digit() || c == '_');
-    if !well_formed {
-        return None;
-    }
-    text.replace('_', "").parse().ok()
 }
 
 static FA3_LAYERS: [&Layer<CudaState>; 5] = [&FA3_PYTHON, &OP_CALL, &MHA_FWD, &SINKS, &LAUNCH];
