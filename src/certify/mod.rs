@@ -9,6 +9,7 @@
 pub mod numerics;
 
 use crate::call::{KvCacheCall, PyValue, TensorArg, TensorValues, python_float_repr};
+use crate::conform::xml_escape;
 use crate::musa::InjectionCache;
 use crate::scheduler::stale_metadata_findings;
 use crate::spec::{SpecError, parse_specs};
@@ -434,13 +435,6 @@ fn report_json(report: &CallReport) -> Value {
         "summary": report.summary(),
         "certified": report.passes(),
     })
-}
-
-fn xml_escape(s: &str) -> String {
-    s.replace('&', "&amp;")
-        .replace('<', "&lt;")
-        .replace('>', "&gt;")
-        .replace('"', "&quot;")
 }
 
 /// JUnit XML: one test case per call; a call not certified for `musa` is a failure.
