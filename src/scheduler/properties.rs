@@ -29,7 +29,7 @@ use crate::musa::{
 use crate::reference::{self, Precision, RefOutput, Stack};
 use crate::tensor::{HostTensor, MaterialiseError, Tensors, materialise};
 use crate::validate::profiles::MUSA;
-use crate::validate::{Profile, Severity};
+use crate::validate::{Hazard, Profile, Severity};
 use std::cell::OnceCell;
 
 /// What a check established (for coverage statistics).
@@ -187,7 +187,7 @@ fn bit_identical(a: &MusaOutput, b: &MusaOutput) -> bool {
         && same(&a.v_cache.data, &b.v_cache.data)
 }
 
-fn error_codes(findings: &[crate::validate::Hazard]) -> Vec<&'static str> {
+fn error_codes(findings: &[Hazard]) -> Vec<&'static str> {
     findings
         .iter()
         .filter(|h| h.severity == Severity::Error)
@@ -204,6 +204,8 @@ pub const PROPERTY_MEMORY_CAP: usize = 1 << 28;
 pub struct Subject {
     call: KvCacheCall,
     tensors: Tensors,
+    /// The `get_scheduler_metadata` arguments that describe the call itself.
+    own: MetadataArgsSpec,
     mp: usize,
     /// The exact and the low-precision reference.
     references: OnceCell<Result<(RefOutput, RefOutput), String>>,
@@ -230,11 +232,20 @@ impl Subject {
             Err(e) => return Err(e.to_string()),
         };
         Ok(Some(Subject {
+            own: own_args(call, &tensors)?,
             call: call.clone(),
             tensors,
             mp,
             references: OnceCell::new(),
         }))
+    }
+
+    /// The call passing `values`, and the stale-metadata findings of `values` computed with
+    /// `args`.
+    fn passing(&self, values: &[i32], args: &MetadataArgsSpec) -> (KvCacheCall, Vec<Hazard>) {
+        let with = with_metadata(&self.call, values);
+        let findings = check_buffer(&with, &self.tensors, values, Some(args), self.mp);
+        (with, findings)
     }
 
     /// Runs `call` (this subject's call, possibly with metadata added) on the whole stack.
@@ -302,16 +313,12 @@ impl Subject {
 
     /// The equivalence property.
     pub fn equivalence(&self) -> Result<Established, String> {
-        let (call, tensors, mp) = (&self.call, &self.tensors, self.mp);
-        let own = own_args(call, tensors)?;
-        let Ok(metadata) = get_scheduler_metadata(&own, mp) else {
+        let Ok(metadata) = get_scheduler_metadata(&self.own, self.mp) else {
             return Ok(Established::NotApplicable);
         };
-        let values = metadata.to_tensor();
-        let with = with_metadata(call, &values);
-        let findings = check_buffer(&with, tensors, &values, Some(&own), mp);
+        let (with, findings) = self.passing(&metadata.to_tensor(), &self.own);
         let plain = self
-            .run(call)
+            .run(&self.call)
             .map_err(|e| format!("without metadata: {e}"))?;
         self.matches_reference(&plain)
             .map_err(|e| format!("without metadata: {e}"))?;
@@ -350,18 +357,17 @@ impl Subject {
 
     /// The sensitivity property for one changed argument.
     pub fn sensitivity(&self, change: Change) -> Result<Established, String> {
-        let (call, tensors, mp) = (&self.call, &self.tensors, self.mp);
-        let own = own_args(call, tensors)?;
         // Batch order is no change when every sequence looks the same.
-        let Some(changed) = change.apply(&own).filter(|changed| *changed != own) else {
+        let Some(changed) = change
+            .apply(&self.own)
+            .filter(|changed| *changed != self.own)
+        else {
             return Ok(Established::NotApplicable);
         };
-        let Ok(metadata) = get_scheduler_metadata(&changed, mp) else {
+        let Ok(metadata) = get_scheduler_metadata(&changed, self.mp) else {
             return Ok(Established::NotApplicable);
         };
-        let values = metadata.to_tensor();
-        let with = with_metadata(call, &values);
-        let findings = check_buffer(&with, tensors, &values, Some(&changed), mp);
+        let (with, findings) = self.passing(&metadata.to_tensor(), &changed);
         if findings
             .iter()
             .any(|h| h.code == "H-SCHED-DROPPED-BY-SINKS")
@@ -381,7 +387,7 @@ impl Subject {
     /// SGLang's MUSA backend, the layer's heads and dims the call's own and the batch's
     /// `max_seqlen_k` the call's.
     pub fn injection(&self) -> Result<Established, String> {
-        let own = own_args(&self.call, &self.tensors)?;
+        let own = &self.own;
         let as_i64 = |x: usize| i64::try_from(x).unwrap_or(i64::MAX);
         let mut call = self.call.clone();
         call.context.sglang_backend = Some(SglangBackend {
@@ -412,14 +418,7 @@ impl Subject {
                 "the first layer of a pass must recompute, got {injected:?}"
             ));
         };
-        let with = with_metadata(&self.call, &metadata.values);
-        let findings = check_buffer(
-            &with,
-            &self.tensors,
-            &metadata.values,
-            Some(&metadata.args),
-            self.mp,
-        );
+        let (_, findings) = self.passing(&metadata.values, &metadata.args);
         let result = self.run(&call);
         if let Ok(output) = &result {
             let same = matches!(&output.metadata,
