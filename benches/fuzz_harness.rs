@@ -3,19 +3,18 @@
 //! issue 6: call_spec 20k/s, validate 50k/s, differential and metadata 500/s).
 
 use criterion::{Criterion, Throughput, criterion_group, criterion_main};
-use fa3conform::fuzzing::harness;
+use fa3conform::fuzzing::{harness, read_corpus};
 use std::hint::black_box;
+use std::path::Path;
 
 fn corpus(target: &str) -> Vec<Vec<u8>> {
-    let dir = format!("{}/fuzz/corpus/{target}", env!("CARGO_MANIFEST_DIR"));
-    let mut paths: Vec<_> = std::fs::read_dir(&dir)
-        .unwrap_or_else(|e| panic!("{dir}: {e}"))
-        .map(|e| e.expect("readable directory").path())
-        .collect();
-    paths.sort();
-    paths
-        .iter()
-        .map(|p| std::fs::read(p).expect("readable corpus file"))
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("fuzz/corpus")
+        .join(target);
+    read_corpus(&dir)
+        .unwrap_or_else(|e| panic!("{}: {e}", dir.display()))
+        .into_iter()
+        .map(|(_, bytes)| bytes)
         .collect()
 }
 

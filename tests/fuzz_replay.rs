@@ -1,18 +1,18 @@
 //! Replays every committed fuzz corpus and regression file through the harness the fuzz target runs.
 
-use fa3conform::fuzzing::harness;
+use fa3conform::fuzzing::{harness, read_corpus};
 use std::path::Path;
 
 fn replay(target: &str, run: fn(&[u8]) -> bool) -> usize {
     let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("fuzz");
     let mut replayed = 0;
     for kind in ["corpus", "regressions"] {
-        let Ok(entries) = std::fs::read_dir(root.join(kind).join(target)) else {
+        let dir = root.join(kind).join(target);
+        if !dir.exists() {
             continue;
-        };
-        for entry in entries {
-            let path = entry.expect("readable directory entry").path();
-            let bytes = std::fs::read(&path).expect("readable corpus file");
+        }
+        let files = read_corpus(&dir).unwrap_or_else(|e| panic!("{}: {e}", dir.display()));
+        for (path, bytes) in files {
             // A panic here names the file through the test's output; run it with
             // `cargo fuzz run <target> <path>` to debug.
             eprintln!("replaying {}", path.display());

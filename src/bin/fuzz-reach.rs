@@ -11,11 +11,13 @@
 use arbitrary::Unstructured;
 use fa3conform::fuzzing::generators::{FuzzCall, Target};
 use fa3conform::fuzzing::harness::{self, SPEC_MEMORY_CAP};
+use fa3conform::fuzzing::read_corpus;
 use fa3conform::spec::parse_specs;
 use fa3conform::tensor::materialise;
 use fa3conform::validate::{Exception, Outcome, Profile, profiles};
 use rand::{RngCore, SeedableRng};
 use rand_chacha::ChaCha8Rng;
+use std::path::Path;
 use std::process::ExitCode;
 
 fn percent(part: usize, whole: usize) -> String {
@@ -27,15 +29,17 @@ fn percent(part: usize, whole: usize) -> String {
 
 /// Where `validate`'s inputs end, per profile: binding error, a check of the stack, acceptance.
 fn validate(inputs: &[Vec<u8>]) {
-    harness::init();
+    let calls: Vec<_> = inputs
+        .iter()
+        .filter_map(|bytes| {
+            FuzzCall::decode(&mut Unstructured::new(bytes), Target::Validation).ok()
+        })
+        .map(|case| case.call)
+        .collect();
     for profile in profiles::all() {
         let (mut binding, mut checked, mut accepted) = (0, 0, 0);
-        for bytes in inputs {
-            let Ok(case) = FuzzCall::decode(&mut Unstructured::new(bytes), Target::Validation)
-            else {
-                continue;
-            };
-            match profile.validate(&case.call).outcome {
+        for call in &calls {
+            match profile.validate(call).outcome {
                 Outcome::Accepted(_) => accepted += 1,
                 // CPython's binding errors name the function: `flash_attn_with_kvcache() got ...`.
                 Outcome::Rejected(r)
@@ -90,7 +94,6 @@ fn call_spec(inputs: &[Vec<u8>]) {
 
 /// `differential`, `metadata`: the harness says whether the input reached the kernel path.
 fn kernel(inputs: &[Vec<u8>], run: fn(&[u8]) -> bool) {
-    harness::init();
     let reached = inputs.iter().filter(|bytes| run(bytes)).count();
     println!("reached the kernel path {}", percent(reached, inputs.len()));
 }
@@ -112,12 +115,8 @@ fn read_inputs(sources: &[String]) -> Result<Vec<Vec<u8>>, String> {
     }
     let mut inputs = Vec::new();
     for dir in sources {
-        let entries = std::fs::read_dir(dir).map_err(|e| format!("{dir}: {e}"))?;
-        for entry in entries.flatten() {
-            if let Ok(bytes) = std::fs::read(entry.path()) {
-                inputs.push(bytes);
-            }
-        }
+        let files = read_corpus(Path::new(dir)).map_err(|e| format!("{dir}: {e}"))?;
+        inputs.extend(files.into_iter().map(|(_, bytes)| bytes));
     }
     Ok(inputs)
 }
@@ -138,6 +137,8 @@ fn main() -> ExitCode {
         }
     };
     println!("{target}: {} inputs", inputs.len());
+    // As in the fuzz targets.
+    harness::init();
     match target.as_str() {
         "validate" => validate(&inputs),
         "call_spec" => call_spec(&inputs),

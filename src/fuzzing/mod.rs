@@ -9,3 +9,17 @@
 pub mod generators;
 pub mod harness;
 pub mod oracles;
+
+use std::path::{Path, PathBuf};
+
+/// The files of a corpus (or regression) folder with their bytes, in path order.
+pub fn read_corpus(dir: &Path) -> std::io::Result<Vec<(PathBuf, Vec<u8>)>> {
+    let mut paths = std::fs::read_dir(dir)?
+        .map(|entry| entry.map(|e| e.path()))
+        .collect::<std::io::Result<Vec<_>>>()?;
+    paths.sort();
+    paths
+        .into_iter()
+        .map(|path| std::fs::read(&path).map(|bytes| (path, bytes)))
+        .collect()
+}
