@@ -49,10 +49,6 @@ impl Options {
     }
 }
 
-fn tensor(dtype: Dtype, shape: &[usize]) -> PyValue {
-    PyValue::Tensor(TensorArg::new(dtype, shape))
-}
-
 fn int32(shape: &[usize], values: Vec<i64>) -> PyValue {
     PyValue::Tensor(TensorArg::with_ints(Dtype::Int32, shape, values))
 }
@@ -187,29 +183,41 @@ pub fn random_call<R: Rng + ?Sized>(rng: &mut R, options: &Options) -> KvCacheCa
     } else {
         vec![b, seqlen_q, h, d]
     };
-    call.set("q", tensor(dtype, &q_shape));
+    call.set("q", PyValue::tensor(dtype, &q_shape));
     if paged {
         // Distinct pages in random order, with a few spare pages nobody uses.
         let num_pages = kv_rows * pages_per_seq + rng.gen_range(0..=3);
         let mut pages: Vec<i64> = (0..num_pages as i64).collect();
         pages.shuffle(rng);
         pages.truncate(kv_rows * pages_per_seq);
-        call.set("k_cache", tensor(dtype, &[num_pages, page_size, hk, d]))
-            .set("v_cache", tensor(dtype, &[num_pages, page_size, hk, dv]))
-            .set("page_table", int32(&[kv_rows, pages_per_seq], pages));
+        call.set(
+            "k_cache",
+            PyValue::tensor(dtype, &[num_pages, page_size, hk, d]),
+        )
+        .set(
+            "v_cache",
+            PyValue::tensor(dtype, &[num_pages, page_size, hk, dv]),
+        )
+        .set("page_table", int32(&[kv_rows, pages_per_seq], pages));
     } else {
-        call.set("k_cache", tensor(dtype, &[kv_rows, capacity, hk, d]))
-            .set("v_cache", tensor(dtype, &[kv_rows, capacity, hk, dv]));
+        call.set(
+            "k_cache",
+            PyValue::tensor(dtype, &[kv_rows, capacity, hk, d]),
+        )
+        .set(
+            "v_cache",
+            PyValue::tensor(dtype, &[kv_rows, capacity, hk, dv]),
+        );
     }
     if new_kv {
         let total_new: usize = new_lens.iter().sum();
         if varlen_new {
-            call.set("k", tensor(dtype, &[total_new, hk, d]))
-                .set("v", tensor(dtype, &[total_new, hk, dv]))
+            call.set("k", PyValue::tensor(dtype, &[total_new, hk, d]))
+                .set("v", PyValue::tensor(dtype, &[total_new, hk, dv]))
                 .set("cu_seqlens_k_new", int32(&[b + 1], offsets(&new_lens)));
         } else {
-            call.set("k", tensor(dtype, &[b, new_lens[0], hk, d]))
-                .set("v", tensor(dtype, &[b, new_lens[0], hk, dv]));
+            call.set("k", PyValue::tensor(dtype, &[b, new_lens[0], hk, d]))
+                .set("v", PyValue::tensor(dtype, &[b, new_lens[0], hk, dv]));
         }
     }
     if qv {
@@ -218,16 +226,22 @@ pub fn random_call<R: Rng + ?Sized>(rng: &mut R, options: &Options) -> KvCacheCa
             .copied()
             .chain([dv])
             .collect();
-        call.set("qv", tensor(dtype, &shape));
+        call.set("qv", PyValue::tensor(dtype, &shape));
     }
     if new_kv && d >= 16 && rng.gen_bool(0.5) {
         let rotary_dim = 16 * rng.gen_range(1..=d / 16);
         // Rows for every new token and advancing query row from any start ≤ capacity.
         let longest = seqlen_q.max(new_lens.iter().copied().max().unwrap_or(0));
         let seqlen_ro = capacity + longest + rng.gen_range(0..=2);
-        call.set("rotary_cos", tensor(dtype, &[seqlen_ro, rotary_dim / 2]))
-            .set("rotary_sin", tensor(dtype, &[seqlen_ro, rotary_dim / 2]))
-            .set("rotary_interleaved", PyValue::Bool(rng.gen_bool(0.5)));
+        call.set(
+            "rotary_cos",
+            PyValue::tensor(dtype, &[seqlen_ro, rotary_dim / 2]),
+        )
+        .set(
+            "rotary_sin",
+            PyValue::tensor(dtype, &[seqlen_ro, rotary_dim / 2]),
+        )
+        .set("rotary_interleaved", PyValue::Bool(rng.gen_bool(0.5)));
         if rng.gen_bool(0.3) {
             let starts = (0..b).map(|_| rng.gen_range(0..=capacity) as i64).collect();
             call.set("rotary_seqlens", int32(&[b], starts));
@@ -265,12 +279,12 @@ pub fn random_call<R: Rng + ?Sized>(rng: &mut R, options: &Options) -> KvCacheCa
         );
     }
     if stack != Stack::Fa3 && rng.gen_bool(0.25) {
-        call.set("sinks", tensor(Dtype::Bfloat16, &[h]));
+        call.set("sinks", PyValue::tensor(Dtype::Bfloat16, &[h]));
     }
     if fp8 {
         for name in ["q_descale", "k_descale", "v_descale"] {
             if rng.gen_bool(0.7) {
-                call.set(name, tensor(Dtype::Float32, &[b, hk]));
+                call.set(name, PyValue::tensor(Dtype::Float32, &[b, hk]));
             }
         }
     }
@@ -338,10 +352,10 @@ fn mla_call<R: Rng + ?Sized>(rng: &mut R, options: &Options) -> KvCacheCall {
     let seqused = (0..b)
         .map(|_| rng.gen_range(1..=64 * pages_per_seq) as i64)
         .collect();
-    call.set("q", tensor(dtype, &[b, sq, h, 64]))
-        .set("k_cache", tensor(dtype, &[num_pages, 64, 1, 64]))
-        .set("v_cache", tensor(dtype, &[num_pages, 64, 1, 512]))
-        .set("qv", tensor(dtype, &[b, sq, h, 512]))
+    call.set("q", PyValue::tensor(dtype, &[b, sq, h, 64]))
+        .set("k_cache", PyValue::tensor(dtype, &[num_pages, 64, 1, 64]))
+        .set("v_cache", PyValue::tensor(dtype, &[num_pages, 64, 1, 512]))
+        .set("qv", PyValue::tensor(dtype, &[b, sq, h, 512]))
         .set("page_table", int32(&[b, pages_per_seq], pages))
         .set("cache_seqlens", int32(&[b], seqused));
     if rng.gen_bool(0.5) {

@@ -5,7 +5,7 @@
 //!
 //! Run with the C index checks on: `cargo test --features checked-kernel --test kernel_differential`.
 
-use fa3conform::call::{Dtype, KvCacheCall, PyValue, TensorArg};
+use fa3conform::call::{Dtype, KvCacheCall, PyValue};
 use fa3conform::cases::{self, Options};
 use fa3conform::fuzzing::oracles;
 use fa3conform::kernel::{self, KernelOptions, KernelOutput, MetadataSource};
@@ -109,10 +109,6 @@ fn case() -> impl Strategy<Value = Case> {
     })
 }
 
-fn tensor(dtype: Dtype, shape: &[usize]) -> PyValue {
-    PyValue::Tensor(TensorArg::new(dtype, shape))
-}
-
 impl Case {
     fn capacity(&self) -> usize {
         self.capacity_blocks * self.page_size.unwrap_or(40)
@@ -127,11 +123,11 @@ impl Case {
         };
         if self.varlen_q {
             let total = (b * self.seqlen_q).div_ceil(2).max(1);
-            call.set("q", tensor(self.dtype, &[total, h, d]))
-                .set("cu_seqlens_q", tensor(Dtype::Int32, &[b + 1]))
+            call.set("q", PyValue::tensor(self.dtype, &[total, h, d]))
+                .set("cu_seqlens_q", PyValue::tensor(Dtype::Int32, &[b + 1]))
                 .set("max_seqlen_q", PyValue::Int(self.seqlen_q as i64));
         } else {
-            call.set("q", tensor(self.dtype, &[b, self.seqlen_q, h, d]));
+            call.set("q", PyValue::tensor(self.dtype, &[b, self.seqlen_q, h, d]));
         }
         // One spare cache row / page table row, so that cache_batch_idx has a choice.
         let rows = b + 1;
@@ -139,36 +135,45 @@ impl Case {
         let cache_shape = match self.page_size {
             Some(page) => {
                 let per_seq = capacity / page;
-                call.set("page_table", tensor(Dtype::Int32, &[rows, per_seq]));
+                call.set(
+                    "page_table",
+                    PyValue::tensor(Dtype::Int32, &[rows, per_seq]),
+                );
                 [rows * per_seq, page, hk, d]
             }
             None => [rows, capacity, hk, d],
         };
-        call.set("k_cache", tensor(self.dtype, &cache_shape))
-            .set("v_cache", tensor(self.dtype, &cache_shape));
+        call.set("k_cache", PyValue::tensor(self.dtype, &cache_shape))
+            .set("v_cache", PyValue::tensor(self.dtype, &cache_shape));
         if self.cache_seqlens {
-            call.set("cache_seqlens", tensor(Dtype::Int32, &[b]));
+            call.set("cache_seqlens", PyValue::tensor(Dtype::Int32, &[b]));
         }
         if self.leftpad && self.cache_seqlens {
-            call.set("cache_leftpad", tensor(Dtype::Int32, &[b]));
+            call.set("cache_leftpad", PyValue::tensor(Dtype::Int32, &[b]));
         }
         // The materialiser draws cache_batch_idx from k_cache.shape[0], which is the page count
         // when paged: only contiguous caches get one.
         if self.batch_idx && self.page_size.is_none() {
-            call.set("cache_batch_idx", tensor(Dtype::Int32, &[b]));
+            call.set("cache_batch_idx", PyValue::tensor(Dtype::Int32, &[b]));
         }
         if let Some((new, varlen)) = self.new_keys {
             let rows: &[usize] = if varlen { &[b * new] } else { &[b, new] };
-            call.set("k", tensor(self.dtype, &[rows, &[hk, d]].concat()))
-                .set("v", tensor(self.dtype, &[rows, &[hk, d]].concat()));
+            call.set("k", PyValue::tensor(self.dtype, &[rows, &[hk, d]].concat()))
+                .set("v", PyValue::tensor(self.dtype, &[rows, &[hk, d]].concat()));
             if varlen {
-                call.set("cu_seqlens_k_new", tensor(Dtype::Int32, &[b + 1]));
+                call.set("cu_seqlens_k_new", PyValue::tensor(Dtype::Int32, &[b + 1]));
             }
             if let Some((rotary_dim, interleaved)) = self.rotary {
                 let rows = capacity + self.seqlen_q + new;
-                call.set("rotary_cos", tensor(self.dtype, &[rows, rotary_dim / 2]))
-                    .set("rotary_sin", tensor(self.dtype, &[rows, rotary_dim / 2]))
-                    .set("rotary_interleaved", PyValue::Bool(interleaved));
+                call.set(
+                    "rotary_cos",
+                    PyValue::tensor(self.dtype, &[rows, rotary_dim / 2]),
+                )
+                .set(
+                    "rotary_sin",
+                    PyValue::tensor(self.dtype, &[rows, rotary_dim / 2]),
+                )
+                .set("rotary_interleaved", PyValue::Bool(interleaved));
             }
         }
         call.set("causal", PyValue::Bool(self.causal));
@@ -181,7 +186,7 @@ impl Case {
         call.set("attention_chunk", PyValue::Int(self.chunk))
             .set("softcap", PyValue::Float(self.softcap));
         if self.sinks {
-            call.set("sinks", tensor(Dtype::Bfloat16, &[h]));
+            call.set("sinks", PyValue::tensor(Dtype::Bfloat16, &[h]));
         }
         call
     }
@@ -243,7 +248,7 @@ fn contiguous_equivalent(call: &KvCacheCall, tensors: &Tensors) -> (KvCacheCall,
             let page_index = pages[i[0] * per_seq + i[1] / page] as usize;
             paged.data[[page_index, i[1] % page, i[2], i[3]]]
         });
-        call.set(name, tensor(paged.dtype, gathered.shape()));
+        call.set(name, PyValue::tensor(paged.dtype, gathered.shape()));
         tensors.insert(
             name.to_string(),
             HostTensor {

@@ -119,7 +119,7 @@ fn ints(values: &[i64]) -> PyValue {
 }
 
 fn tensor(shape: &[usize]) -> PyValue {
-    PyValue::Tensor(TensorArg::new(Dtype::Bfloat16, shape))
+    PyValue::tensor(Dtype::Bfloat16, shape)
 }
 
 /// Two sequences of 7 query rows (fixed length), 4 query heads on 1 KV head, d = 64, 40 cached keys.

@@ -4,20 +4,16 @@
 //! hand from musa-fa3.md).
 
 use fa3conform::call::{
-    Device, Dtype, KvCacheCall, LayerInfo, PyValue, SglangBackend, SglangContext, TensorArg,
+    Device, Dtype, KvCacheCall, LayerInfo, PyValue, SglangBackend, SglangContext,
 };
 use fa3conform::validate::{LseLayout, Profile, Verdict, profiles::MUSA};
 
-fn tensor(dtype: Dtype, shape: &[usize]) -> PyValue {
-    PyValue::Tensor(TensorArg::new(dtype, shape))
-}
-
 fn bf16(shape: &[usize]) -> PyValue {
-    tensor(Dtype::Bfloat16, shape)
+    PyValue::tensor(Dtype::Bfloat16, shape)
 }
 
 fn int32(shape: &[usize]) -> PyValue {
-    tensor(Dtype::Int32, shape)
+    PyValue::tensor(Dtype::Int32, shape)
 }
 
 fn with_device(v: PyValue, device: Device) -> PyValue {
@@ -121,7 +117,10 @@ fn first_failing_check_wins_across_layers() {
     call.set("ver", PyValue::Int(2))
         .set(
             "q",
-            with_device(tensor(Dtype::Float32, &[2, 1, 8, 128]), Device::Cpu),
+            with_device(
+                PyValue::tensor(Dtype::Float32, &[2, 1, 8, 128]),
+                Device::Cpu,
+            ),
         )
         .set(
             "k_cache",
@@ -143,7 +142,7 @@ fn first_failing_check_wins_across_layers() {
         outcome(&call),
         "musa.F-8: AssertionError: inputs must be on MUSA device"
     );
-    call.set("q", tensor(Dtype::Float32, &[2, 1, 8, 128]));
+    call.set("q", PyValue::tensor(Dtype::Float32, &[2, 1, 8, 128]));
     assert_eq!(
         outcome(&call),
         "musa.F-9: AssertionError: inputs must be float16 or bfloat16"
@@ -156,8 +155,8 @@ fn first_failing_check_wins_within_a_loop() {
     // contiguity fails before cache_seqlens' dtype.
     let mut call = decode();
     call.set("cu_seqlens_q", with_stride(int32(&[5]), &[2]))
-        .set("cache_seqlens", tensor(Dtype::Int64, &[4]))
-        .set("page_table", tensor(Dtype::Int64, &[4, 16]));
+        .set("cache_seqlens", PyValue::tensor(Dtype::Int64, &[4]))
+        .set("page_table", PyValue::tensor(Dtype::Int64, &[4, 16]));
     assert_eq!(
         outcome(&call),
         "musa.F-12.contiguous: AssertionError: cu_seqlens_q, cu_seqlens_k, cu_seqlens_k_new, seqused_q, \
@@ -423,7 +422,10 @@ fn mla_shaped_calls_take_the_mla_branch() {
     );
     call.set(
         "scheduler_metadata",
-        PyValue::Tuple(vec![tensor(Dtype::Uint8, &[1 << 27]), PyValue::Bool(false)]),
+        PyValue::Tuple(vec![
+            PyValue::tensor(Dtype::Uint8, &[1 << 27]),
+            PyValue::Bool(false),
+        ]),
     );
     let v = verdict(&call);
     let r = v.resolved().expect("accepted");
@@ -455,7 +457,7 @@ fn odd_values() -> Vec<PyValue> {
         int32(&[]),
         bf16(&[0]),
         bf16(&[usize::MAX / 2, 2]),
-        tensor(Dtype::Int64, &[3, 5]),
+        PyValue::tensor(Dtype::Int64, &[3, 5]),
     ]
 }
 

@@ -3,10 +3,6 @@
 
 use fa3conform::call::{Dtype, KvCacheCall, PyValue, TensorArg};
 
-fn tensor(dtype: Dtype, shape: &[usize]) -> PyValue {
-    PyValue::Tensor(TensorArg::new(dtype, shape))
-}
-
 /// b = 8, sq = 1, sk = 4096 through pages of 64 (in reverse order), h = 32, hk = 8, d = 128, bf16,
 /// causal.
 pub fn decode() -> KvCacheCall {
@@ -16,14 +12,14 @@ pub fn decode() -> KvCacheCall {
         seed: 1,
         ..KvCacheCall::default()
     };
-    call.set("q", tensor(Dtype::Bfloat16, &[b, 1, 32, d]))
+    call.set("q", PyValue::tensor(Dtype::Bfloat16, &[b, 1, 32, d]))
         .set(
             "k_cache",
-            tensor(Dtype::Bfloat16, &[b * pages_per_seq, page, hk, d]),
+            PyValue::tensor(Dtype::Bfloat16, &[b * pages_per_seq, page, hk, d]),
         )
         .set(
             "v_cache",
-            tensor(Dtype::Bfloat16, &[b * pages_per_seq, page, hk, d]),
+            PyValue::tensor(Dtype::Bfloat16, &[b * pages_per_seq, page, hk, d]),
         )
         .set(
             "page_table",
@@ -47,9 +43,15 @@ pub fn prefill() -> KvCacheCall {
         seed: 2,
         ..KvCacheCall::default()
     };
-    call.set("q", tensor(Dtype::Bfloat16, &[1, 2048, 32, 128]))
-        .set("k_cache", tensor(Dtype::Bfloat16, &[1, 2048, 32, 128]))
-        .set("v_cache", tensor(Dtype::Bfloat16, &[1, 2048, 32, 128]))
+    call.set("q", PyValue::tensor(Dtype::Bfloat16, &[1, 2048, 32, 128]))
+        .set(
+            "k_cache",
+            PyValue::tensor(Dtype::Bfloat16, &[1, 2048, 32, 128]),
+        )
+        .set(
+            "v_cache",
+            PyValue::tensor(Dtype::Bfloat16, &[1, 2048, 32, 128]),
+        )
         .set("causal", PyValue::Bool(true));
     call
 }

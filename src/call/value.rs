@@ -185,6 +185,11 @@ pub enum PyValue {
 }
 
 impl PyValue {
+    /// A tensor argument of `dtype` and `shape`, contiguous, values left to the materialiser.
+    pub fn tensor(dtype: Dtype, shape: &[usize]) -> PyValue {
+        PyValue::Tensor(TensorArg::new(dtype, shape))
+    }
+
     /// `type(x).__name__`.
     pub fn type_name(&self) -> &str {
         match self {

@@ -169,18 +169,20 @@ fn template_matches(template: &str, message: &str) -> bool {
 /// A decode call every profile accepts, for when the catalogue is not available.
 fn fallback_call() -> KvCacheCall {
     let mut call = KvCacheCall::default();
-    call.set("q", tensor(Dtype::Bfloat16, &[2, 1, 8, 128]))
-        .set("k_cache", tensor(Dtype::Bfloat16, &[2, 64, 2, 128]))
-        .set("v_cache", tensor(Dtype::Bfloat16, &[2, 64, 2, 128]))
+    call.set("q", PyValue::tensor(Dtype::Bfloat16, &[2, 1, 8, 128]))
+        .set(
+            "k_cache",
+            PyValue::tensor(Dtype::Bfloat16, &[2, 64, 2, 128]),
+        )
+        .set(
+            "v_cache",
+            PyValue::tensor(Dtype::Bfloat16, &[2, 64, 2, 128]),
+        )
         .set(
             "cache_seqlens",
             PyValue::Tensor(TensorArg::with_ints(Dtype::Int32, &[2], vec![10, 20])),
         );
     call
-}
-
-fn tensor(dtype: Dtype, shape: &[usize]) -> PyValue {
-    PyValue::Tensor(TensorArg::new(dtype, shape))
 }
 
 /// A catalogue call (or the fallback) with one to three random mutations, deterministic in

@@ -221,21 +221,17 @@ mod tests {
     use super::*;
     use crate::call::{Dtype, PyValue};
 
-    fn tensor(dtype: Dtype, shape: &[usize]) -> PyValue {
-        PyValue::Tensor(TensorArg::new(dtype, shape))
-    }
-
     fn paged_decode() -> KvCacheCall {
         let mut call = KvCacheCall {
             seed: 5,
             ..KvCacheCall::default()
         };
-        call.set("q", tensor(Dtype::Bfloat16, &[2, 1, 4, 64]))
-            .set("k_cache", tensor(Dtype::Bfloat16, &[8, 16, 2, 64]))
-            .set("v_cache", tensor(Dtype::Bfloat16, &[8, 16, 2, 64]))
-            .set("page_table", tensor(Dtype::Int32, &[2, 4]))
-            .set("cache_seqlens", tensor(Dtype::Int32, &[2]))
-            .set("cache_leftpad", tensor(Dtype::Int32, &[2]));
+        call.set("q", PyValue::tensor(Dtype::Bfloat16, &[2, 1, 4, 64]))
+            .set("k_cache", PyValue::tensor(Dtype::Bfloat16, &[8, 16, 2, 64]))
+            .set("v_cache", PyValue::tensor(Dtype::Bfloat16, &[8, 16, 2, 64]))
+            .set("page_table", PyValue::tensor(Dtype::Int32, &[2, 4]))
+            .set("cache_seqlens", PyValue::tensor(Dtype::Int32, &[2]))
+            .set("cache_leftpad", PyValue::tensor(Dtype::Int32, &[2]));
         call
     }
 
@@ -268,7 +264,7 @@ mod tests {
     fn paged_batch_indices_select_page_table_rows() {
         // 8 pages but a page table of 2 rows: indices must be a permutation of the 2 rows.
         let mut call = paged_decode();
-        call.set("cache_batch_idx", tensor(Dtype::Int32, &[2]));
+        call.set("cache_batch_idx", PyValue::tensor(Dtype::Int32, &[2]));
         let t = materialise(&call, 1 << 30).unwrap();
         let mut rows = t["cache_batch_idx"].ints();
         rows.sort();
@@ -292,7 +288,7 @@ mod tests {
         let mut call = paged_decode();
         call.set(
             "k_cache",
-            tensor(Dtype::Bfloat16, &[1 << 20, 1 << 20, 1 << 10, 1 << 10]),
+            PyValue::tensor(Dtype::Bfloat16, &[1 << 20, 1 << 20, 1 << 10, 1 << 10]),
         );
         let err = materialise(&call, 2 << 30).unwrap_err();
         assert!(matches!(err, MaterialiseError::OverCap { .. }));
