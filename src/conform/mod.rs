@@ -9,6 +9,7 @@ mod report;
 mod validation_suite;
 
 pub use report::{Format, render, xml_escape};
+pub use validation_suite::verdict_checked;
 
 use indicatif::{ProgressBar, ProgressStyle};
 use rayon::prelude::*;

@@ -5,11 +5,11 @@
 //! stable front end's prefix and per-dimension shape texts) can produce; every hazard is registered.
 
 use super::{CaseOutcome, Suite};
-use crate::call::{Device, Dtype, KvCacheCall, PyValue, TensorArg};
+use crate::call::{Device, Dims, Dtype, KvCacheCall, PyValue, TensorArg};
 use crate::spec::{call_to_json, parse_specs};
 use crate::validate::profiles::{self, mha_fwd::STABLE_FILE};
-use crate::validate::registry::{self, cuda::stable_location};
-use crate::validate::{Profile, Rejection, Verdict};
+use crate::validate::registry::{self, cuda::stable_location, template_matches};
+use crate::validate::{Outcome, Profile, Rejection, Verdict};
 use rand::{Rng, SeedableRng, seq::SliceRandom};
 use rand_chacha::ChaCha8Rng;
 use std::panic::{AssertUnwindSafe, catch_unwind};
@@ -85,43 +85,87 @@ impl Suite for ValidationSuite {
 }
 
 fn check_profile(profile: &dyn Profile, call: &KvCacheCall) -> Result<(), String> {
-    let name = profile.name();
-    let validate = || catch_unwind(AssertUnwindSafe(|| profile.validate(call)));
-    let (Ok(first), Ok(second)) = (validate(), validate()) else {
-        return Err(format!("{name} panicked"));
-    };
-    // Debug text, so that NaN scales compare equal to themselves.
-    if format!("{first:?}") != format!("{second:?}") {
-        return Err(format!("{name} is not deterministic"));
+    match catch_unwind(AssertUnwindSafe(|| verdict_checked(profile, call))) {
+        Ok(result) => result.map(|_| ()),
+        Err(_) => Err(format!("{} panicked", profile.name())),
     }
-    check_verdict(&first)
 }
 
-fn check_verdict(verdict: &Verdict) -> Result<(), String> {
-    let profile = verdict.profile;
-    if let Some(rejection) = verdict.rejection() {
-        let site = registry::sites()
-            .find(|s| s.id == rejection.site)
-            .ok_or_else(|| format!("{profile}: unregistered site {}", rejection.site))?;
-        if site.exception != rejection.exception {
-            return Err(format!(
-                "{profile}: {} raised {} but the site is a {}",
-                site.id, rejection.exception, site.exception
-            ));
-        }
-        if !message_is_from_site(site.template, rejection) {
-            return Err(format!(
-                "{profile}: message {:?} is not from site {} ({:?})",
-                rejection.message, site.id, site.template
-            ));
-        }
+/// `profile`'s verdict on `call`, checked (the fuzz oracles' check too): validating twice gives the
+/// same verdict; a rejection is a site of the profile's list with the registered exception and a
+/// message of the site's form; every hazard is registered; an accepted call whose sizes derive
+/// resolves those sizes (stacks accept some inconsistent shapes, which the kernel path refuses).
+pub fn verdict_checked(profile: &dyn Profile, call: &KvCacheCall) -> Result<Verdict, String> {
+    let name = profile.name();
+    let (first, second) = (profile.validate(call), profile.validate(call));
+    // A NaN (e.g. a NaN softmax_scale a stack accepts) differs from itself under `==`; Debug, where
+    // it equals itself, settles those (rare) cases.
+    if first != second && format!("{first:?}") != format!("{second:?}") {
+        return Err(format!(
+            "{name} is not deterministic: {first:?} then {second:?}"
+        ));
     }
-    for hazard in &verdict.hazards {
-        if registry::hazards().all(|h| h.code != hazard.code) {
-            return Err(format!("{profile}: unregistered hazard {}", hazard.code));
+    match &first.outcome {
+        Outcome::Rejected(rejection) => {
+            if !profile.sites().contains(&rejection.site) {
+                return Err(format!(
+                    "{name} raised {}, which is not in its site list",
+                    rejection.site
+                ));
+            }
+            let site = registry::sites()
+                .find(|s| s.id == rejection.site)
+                .ok_or_else(|| format!("{name}: unregistered site {}", rejection.site))?;
+            if site.exception != rejection.exception {
+                return Err(format!(
+                    "{name}: {} raised {} but the site is a {}",
+                    site.id, rejection.exception, site.exception
+                ));
+            }
+            if !message_is_from_site(site.template, rejection) {
+                return Err(format!(
+                    "{name}: message {:?} is not from site {} ({:?})",
+                    rejection.message, site.id, site.template
+                ));
+            }
         }
+        Outcome::Accepted(resolved) if !resolved.mla_decode => {
+            let dims = call
+                .bind_canonical()
+                .ok()
+                .and_then(|bound| Dims::of(&bound).ok());
+            if let Some(dims) = dims {
+                let resolved_sizes = (
+                    resolved.batch_size,
+                    resolved.num_heads,
+                    resolved.num_heads_k,
+                    resolved.head_size,
+                    resolved.head_size_v,
+                );
+                let call_sizes = (
+                    dims.batch_size,
+                    dims.num_heads,
+                    dims.num_heads_k,
+                    dims.head_size,
+                    dims.head_size_v,
+                );
+                if resolved_sizes != call_sizes {
+                    return Err(format!(
+                        "{name} resolved {resolved:?} but the call has {dims:?}"
+                    ));
+                }
+            }
+        }
+        Outcome::Accepted(_) => {}
     }
-    Ok(())
+    if let Some(hazard) = first
+        .hazards
+        .iter()
+        .find(|hazard| registry::hazards().all(|h| h.code != hazard.code))
+    {
+        return Err(format!("{name}: unregistered hazard {}", hazard.code));
+    }
+    Ok(first)
 }
 
 /// Whether `rejection.message` is the site's template with its `{}` filled, possibly behind the
@@ -144,26 +188,6 @@ pub fn message_is_from_site(template: &str, rejection: &Rejection) -> bool {
         || (template.contains(" must have shape (")
             && (template_matches("{} must have {} dimensions, got {}", body)
                 || template_matches("{} dimension {} must have size {}, got {}", body)))
-}
-
-/// `{}` matches any text (including none); everything else literally.
-fn template_matches(template: &str, message: &str) -> bool {
-    let mut pieces = template.split("{}");
-    let first = pieces.next().unwrap_or("");
-    let Some(mut rest) = message.strip_prefix(first) else {
-        return false;
-    };
-    let pieces: Vec<&str> = pieces.collect();
-    let Some((last, middle)) = pieces.split_last() else {
-        return rest.is_empty();
-    };
-    for piece in middle {
-        match rest.find(piece) {
-            Some(i) => rest = &rest[i + piece.len()..],
-            None => return false,
-        }
-    }
-    rest.ends_with(last)
 }
 
 /// A decode call every profile accepts, for when the catalogue is not available.
