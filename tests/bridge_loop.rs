@@ -7,7 +7,7 @@
 
 mod bridge_support;
 
-use bridge_support::{python_ready, repo};
+use bridge_support::{python, repo};
 use fa3conform::bridge::tensors::{read_tensor_file, write_tensor_file};
 use fa3conform::bridge::{ExportArgs, VerifyArgs, run_export, run_verify};
 use fa3conform::call::Dtype;
@@ -42,7 +42,7 @@ fn export(out: &Path) {
 }
 
 fn run_target(target: &str, bundles: &Path) {
-    let output = Command::new("python3")
+    let output = Command::new(python())
         .arg("drivers/fa3conform_run.py")
         .args([
             "--backend",
@@ -103,9 +103,6 @@ fn message<'a>(report: &'a Value, case: &str) -> &'a str {
 
 #[test]
 fn numpy_stack_matches_verdicts_numbers_and_caches() {
-    if !python_ready() {
-        return;
-    }
     let dir = tempfile::tempdir().unwrap();
     export(dir.path());
     run_target(WRAPPER_TARGET, dir.path());
@@ -150,9 +147,6 @@ fn numpy_stack_matches_verdicts_numbers_and_caches() {
 
 #[test]
 fn a_target_without_the_wrapper_checks_is_caught() {
-    if !python_ready() {
-        return;
-    }
     let dir = tempfile::tempdir().unwrap();
     export(dir.path());
     run_target(ATTENTION_ONLY_TARGET, dir.path());
@@ -176,9 +170,6 @@ fn a_target_without_the_wrapper_checks_is_caught() {
 
 #[test]
 fn bundles_open_with_python_safetensors() {
-    if !python_ready() {
-        return;
-    }
     let dir = tempfile::tempdir().unwrap();
     export(dir.path());
     let script = "import sys; from safetensors import safe_open\n\
@@ -186,7 +177,7 @@ fn bundles_open_with_python_safetensors() {
                   print(sorted(f.keys()), f.get_tensor('cache_seqlens').tolist(), f.get_tensor('page_table').shape)\n\
                   g = safe_open(sys.argv[1] + '/expected.safetensors', framework='numpy')\n\
                   print(sorted(g.keys()), g.get_tensor('softmax_lse').shape)";
-    let output = Command::new("python3")
+    let output = Command::new(python())
         .args(["-c", script])
         .arg(dir.path().join("0000-paged-gqa-decode"))
         .output()

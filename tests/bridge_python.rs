@@ -3,17 +3,14 @@
 
 mod bridge_support;
 
-use bridge_support::{python_ready, repo};
+use bridge_support::{python, repo};
 use fa3conform::call::{Device, Dtype, PyValue};
 use fa3conform::spec::parse_specs;
 use std::process::Command;
 
 #[test]
 fn python_unit_tests_pass() {
-    if !python_ready() {
-        return;
-    }
-    let output = Command::new("python3")
+    let output = Command::new(python())
         .args(["-m", "unittest", "discover", "-s", "tests/python", "-v"])
         .current_dir(repo())
         .env("PYTHONDONTWRITEBYTECODE", "1")
@@ -29,12 +26,9 @@ fn python_unit_tests_pass() {
 
 #[test]
 fn recorded_calls_parse_as_call_specs() {
-    if !python_ready() {
-        return;
-    }
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("calls.jsonl");
-    let status = Command::new("python3")
+    let status = Command::new(python())
         .arg("tests/python/record_fakes.py")
         .arg(&path)
         .current_dir(repo())
