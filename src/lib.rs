@@ -8,7 +8,6 @@ pub mod certify;
 pub mod cli;
 pub mod conform;
 pub mod explain;
-#[cfg(feature = "internal-testing")]
 pub mod fuzzing;
 pub mod kernel;
 pub mod mate;

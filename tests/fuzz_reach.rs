@@ -2,7 +2,8 @@
 //! here): seeded random inputs through the same functions the targets call.
 
 use fa3conform::fuzzing::generators::{FuzzCall, Target};
-use fa3conform::fuzzing::{harness, oracles};
+use fa3conform::fuzzing::harness;
+use fa3conform::fuzzing::oracles::verdict::validate_all;
 use fa3conform::validate::Outcome;
 use rand::{RngCore, SeedableRng};
 use rand_chacha::ChaCha8Rng;
@@ -27,7 +28,7 @@ fn validate_reaches_acceptance_and_many_error_sites() {
     for bytes in &cases {
         let mut u = arbitrary::Unstructured::new(bytes);
         let case = FuzzCall::decode(&mut u, Target::Validation).unwrap();
-        for verdict in oracles::validate_all(&case.call) {
+        for verdict in validate_all(&case.call) {
             match verdict.outcome {
                 Outcome::Rejected(r) => {
                     sites.insert(r.site);

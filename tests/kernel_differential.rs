@@ -7,7 +7,7 @@
 
 use fa3conform::call::{Dtype, KvCacheCall, PyValue};
 use fa3conform::cases::{self, Options};
-use fa3conform::fuzzing::oracles;
+use fa3conform::fuzzing::oracles::differential::kernel_vs_reference;
 use fa3conform::kernel::{self, KernelOptions, KernelOutput, MetadataSource};
 use fa3conform::reference::Stack;
 use fa3conform::tensor::{DEFAULT_MEMORY_CAP, HostTensor, Tensors, materialise};
@@ -16,8 +16,8 @@ use proptest::prelude::*;
 use rand::SeedableRng;
 use rand_chacha::ChaCha8Rng;
 
-/// The kernel's result of a generated call of `stack`, judged against the reference by the same
-/// oracle the `differential` fuzz target runs (a mismatch panics with the call as JSON).
+/// The kernel's result of a generated call of `stack`, judged against the reference by the
+/// differential oracle (a mismatch panics with the call as JSON).
 fn check_against_reference(
     stack: Stack,
     seed: u64,
@@ -28,7 +28,7 @@ fn check_against_reference(
         ..Options::small(stack)
     };
     let call = cases::random_call(&mut ChaCha8Rng::seed_from_u64(seed), &options);
-    oracles::differential(&call, stack, &[metadata])
+    kernel_vs_reference(&call, stack, &[metadata])
         .map_err(|skip| TestCaseError::reject(format!("{skip:?}")))
 }
 

@@ -1,7 +1,7 @@
 //! Property tests: every invariant of the reference holds on random valid calls of every stack.
 #![cfg(feature = "internal-testing")]
 
-use fa3conform::reference::invariants::{self, Verdict};
+use fa3conform::fuzzing::oracles::invariants::{self, Verdict};
 use fa3conform::strategies::stack_and_call;
 use proptest::prelude::*;
 use rand::SeedableRng;

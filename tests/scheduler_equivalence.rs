@@ -5,23 +5,22 @@
 
 use fa3conform::call::{Dtype, KvCacheCall, MetadataArgsSpec, PyValue, TensorArg};
 use fa3conform::cases::random_call;
+use fa3conform::fuzzing::oracles::metadata::{
+    Change, Established, PROPERTY_MEMORY_CAP, Subject, case_options, check_equivalence,
+    check_sensitivity,
+};
 use fa3conform::mate::DEFAULT_MP;
 use fa3conform::musa::{
     InjectionCache, MetadataUsed, MusaError, MusaOptions, flash_attn_with_kvcache,
 };
-use fa3conform::scheduler::properties::{
-    Change, Established, PROPERTY_MEMORY_CAP, Subject, case_options, check_equivalence,
-    check_sensitivity, returning_lse,
-};
-use fa3conform::scheduler::{stale_metadata_findings, with_metadata};
+use fa3conform::scheduler::stale_metadata_findings;
 use proptest::prelude::*;
 use rand::SeedableRng;
 use rand_chacha::ChaCha8Rng;
 use std::collections::BTreeMap;
 
 fn call_from_seed(seed: u64) -> KvCacheCall {
-    let call = random_call(&mut ChaCha8Rng::seed_from_u64(seed), &case_options());
-    returning_lse(&call)
+    random_call(&mut ChaCha8Rng::seed_from_u64(seed), &case_options()).returning_lse()
 }
 
 proptest! {
@@ -186,7 +185,7 @@ fn metadata_for_one_query_row_leaves_rows_1_to_6_uncomputed() {
     .unwrap()
     .to_tensor();
     let out = flash_attn_with_kvcache(
-        &with_metadata(&call, &values),
+        &call.with_scheduler_metadata(&values),
         &mut InjectionCache::default(),
         &MusaOptions::default(),
     )
@@ -220,7 +219,8 @@ fn permuted_and_longer_buffers_name_their_consequences() {
     let call = fixed_length_call();
     // Own metadata (hand-derived): causal keys n·64 − m·32 equal → batches in order; one split each.
     // [nsd 1 1 | batch 0 0 | m 1 1 | l2 4 4]: sequence 0 twice, sequence 1 never.
-    let findings = stale_metadata_findings(&with_metadata(&call, &[1, 1, 0, 0, 1, 1, 4, 4]));
+    let findings =
+        stale_metadata_findings(&call.with_scheduler_metadata(&[1, 1, 0, 0, 1, 1, 4, 4]));
     let table = findings
         .iter()
         .find(|h| h.code == "H-SCHED-BATCH-TABLE")
@@ -231,8 +231,9 @@ fn permuted_and_longer_buffers_name_their_consequences() {
     );
     // A 12-element buffer made for 3 sequences (batch_table [2, 0, 1]): sliced at 2, batch_table
     // is read as [1, 2] and num_m_blocks as [0, 1]: sequence 1 (position 0) gets no m-block.
-    let findings =
-        stale_metadata_findings(&with_metadata(&call, &[1, 1, 1, 2, 0, 1, 1, 1, 1, 4, 4, 4]));
+    let findings = stale_metadata_findings(
+        &call.with_scheduler_metadata(&[1, 1, 1, 2, 0, 1, 1, 1, 1, 4, 4, 4]),
+    );
     let codes: Vec<&str> = findings.iter().map(|h| h.code).collect();
     assert_eq!(
         codes,
@@ -254,7 +255,7 @@ fn permuted_and_longer_buffers_name_their_consequences() {
 
 #[test]
 fn too_small_buffer_raises_the_profiles_exact_error() {
-    let call = with_metadata(&fixed_length_call(), &[1, 1, 0, 1, 1, 1, 4]);
+    let call = fixed_length_call().with_scheduler_metadata(&[1, 1, 0, 1, 1, 1, 4]);
     let error = flash_attn_with_kvcache(
         &call,
         &mut InjectionCache::default(),
@@ -272,7 +273,7 @@ fn too_small_buffer_raises_the_profiles_exact_error() {
 
 #[test]
 fn sinks_drop_metadata_even_a_too_small_one() {
-    let mut call = with_metadata(&fixed_length_call(), &[1]);
+    let mut call = fixed_length_call().with_scheduler_metadata(&[1]);
     call.set(
         "sinks",
         PyValue::Tensor(TensorArg::new(Dtype::Bfloat16, &[4])),
@@ -363,13 +364,13 @@ fn every_scheduler_hazard_is_raised() {
         |call: &KvCacheCall| raised.extend(stale_metadata_findings(call).iter().map(|h| h.code));
     let call = fixed_length_call();
     // Split counts 0 and 2 (the forward has one slot); values that are not what the args give.
-    add(&with_metadata(&call, &[0, 2, 0, 1, 1, 1, 1, 1]));
-    let mut both = with_metadata(&call, &[1, 1, 1, 0, 1, 1, 1, 1]);
+    add(&call.with_scheduler_metadata(&[0, 2, 0, 1, 1, 1, 1, 1]));
+    let mut both = call.with_scheduler_metadata(&[1, 1, 1, 0, 1, 1, 1, 1]);
     both.metadata_args = Some(args_for(7));
     add(&both);
-    add(&with_metadata(&call, &[1, 1, 0, 0, 1, 1, 4, 4]));
-    add(&with_metadata(&call, &[1, 1, 1, 2, 0, 1, 1, 1, 1, 4, 4, 4]));
-    let mut sinks = with_metadata(&call, &[1]);
+    add(&call.with_scheduler_metadata(&[1, 1, 0, 0, 1, 1, 4, 4]));
+    add(&call.with_scheduler_metadata(&[1, 1, 1, 2, 0, 1, 1, 1, 1, 4, 4, 4]));
+    let mut sinks = call.with_scheduler_metadata(&[1]);
     sinks.set(
         "sinks",
         PyValue::Tensor(TensorArg::new(Dtype::Bfloat16, &[4])),

@@ -71,6 +71,28 @@ impl KvCacheCall {
         self
     }
 
+    /// This call asking for `softmax_lse` too (numeric comparisons need it; asking for it changes
+    /// nothing else).
+    pub fn returning_lse(&self) -> KvCacheCall {
+        let mut call = self.clone();
+        call.set("return_softmax_lse", PyValue::Bool(true));
+        call
+    }
+
+    /// This call passing `values` as its `scheduler_metadata` (an int32 vector).
+    pub fn with_scheduler_metadata(&self, values: &[i32]) -> KvCacheCall {
+        let mut call = self.clone();
+        call.set(
+            "scheduler_metadata",
+            PyValue::Tensor(TensorArg::with_ints(
+                Dtype::Int32,
+                &[values.len()],
+                values.iter().map(|&v| i64::from(v)).collect(),
+            )),
+        );
+        call
+    }
+
     /// Every tensor argument with the name it is bound to canonically (positional arguments beyond
     /// the canonical signature are named `arg<i>`).
     pub fn tensors(&self) -> impl Iterator<Item = (String, &TensorArg)> {

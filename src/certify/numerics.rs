@@ -9,8 +9,7 @@ use crate::call::{KvCacheCall, PyValue};
 use crate::mate::DEFAULT_MP;
 use crate::musa::{self, InjectionCache, MusaError, MusaOptions};
 use crate::reference::{self, Precision, Stack};
-use crate::scheduler::properties::returning_lse;
-use crate::scheduler::{get_scheduler_metadata, with_metadata};
+use crate::scheduler::get_scheduler_metadata;
 use crate::tensor::materialise;
 use crate::tolerance::Report;
 
@@ -64,7 +63,7 @@ impl Numerics {
 /// carried from the previous calls of the same process.
 pub fn check(call: &KvCacheCall, cache: &mut InjectionCache, memory_cap: usize) -> Numerics {
     // The lse is needed for the comparison; asking for it changes nothing else.
-    let call = match with_described_metadata(&returning_lse(call)) {
+    let call = match with_described_metadata(&call.returning_lse()) {
         Ok(call) => call,
         Err(why) => return Numerics::NotRun(why),
     };
@@ -108,7 +107,7 @@ fn with_described_metadata(call: &KvCacheCall) -> Result<KvCacheCall, String> {
         .is_some_and(|t| t.values.is_some());
     match &call.metadata_args {
         Some(args) if !values_given => get_scheduler_metadata(args, DEFAULT_MP)
-            .map(|metadata| with_metadata(call, &metadata.to_tensor()))
+            .map(|metadata| call.with_scheduler_metadata(&metadata.to_tensor()))
             .map_err(|e| format!("get_scheduler_metadata(metadata_args): {e}")),
         _ => Ok(call.clone()),
     }

@@ -1,14 +1,12 @@
 //! Suite `metadata`: scheduler-metadata equivalence and sensitivity on seeded valid MUSA calls
-//! ([`crate::scheduler::properties`]). Case `i` checks equivalence and one changed argument,
+//! ([`crate::fuzzing::oracles::metadata`]). Case `i` checks equivalence and one changed argument,
 //! cycling through [`Change::ALL`].
 
 use super::{CaseOutcome, Suite};
 use crate::call::KvCacheCall;
 use crate::cases::random_call;
+use crate::fuzzing::oracles::metadata::{Change, PROPERTY_MEMORY_CAP, Subject, case_options};
 use crate::mate::DEFAULT_MP;
-use crate::scheduler::properties::{
-    Change, PROPERTY_MEMORY_CAP, Subject, case_options, returning_lse,
-};
 use rand::SeedableRng;
 use rand_chacha::ChaCha8Rng;
 
@@ -38,7 +36,7 @@ impl Suite for MetadataSuite {
     fn call(&self, seed: u64, index: usize) -> Option<KvCacheCall> {
         let mut rng =
             ChaCha8Rng::seed_from_u64(seed ^ (index as u64).wrapping_mul(0x9E37_79B9_7F4A_7C15));
-        let mut call = returning_lse(&random_call(&mut rng, &case_options()));
+        let mut call = random_call(&mut rng, &case_options()).returning_lse();
         call.id = format!("metadata-{seed}-{index}");
         Some(call)
     }

@@ -3,13 +3,13 @@
 //! A suite is deterministic in (campaign seed, case index), so any failure is replayed with
 //! `fa3conform conform --suite NAME --seed S --cases N` and reported with its case name.
 
+mod kernel_suite;
 mod metadata_suite;
 mod reference_suite;
 mod report;
 mod validation_suite;
 
 pub use report::{Format, render, xml_escape};
-pub use validation_suite::verdict_checked;
 
 use indicatif::{ProgressBar, ProgressStyle};
 use rayon::prelude::*;
@@ -43,7 +43,7 @@ pub trait Suite: Sync {
 pub fn suites() -> Vec<&'static dyn Suite> {
     vec![
         &reference_suite::ReferenceSuite,
-        &crate::kernel::KERNEL_SUITE,
+        &kernel_suite::KERNEL,
         &validation_suite::VALIDATION,
         &metadata_suite::METADATA,
     ]

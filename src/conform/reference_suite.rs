@@ -6,8 +6,8 @@
 
 use super::{CaseOutcome, Suite};
 use crate::cases::{self, Options};
+use crate::fuzzing::oracles::invariants::{self, Verdict};
 use crate::reference::Stack;
-use crate::reference::invariants::{self, Verdict};
 use rand::SeedableRng;
 use rand_chacha::ChaCha8Rng;
 

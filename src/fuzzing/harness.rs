@@ -1,17 +1,12 @@
 //! One function per fuzz target. Each returns whether the input is worth keeping in the corpus.
 
-use super::generators::{FuzzCall, Target};
-use super::oracles;
+use super::generators::{FuzzCall, InputRng, Target};
+use super::oracles::metadata::{self, Change, Established, PROPERTY_MEMORY_CAP, Subject};
+use super::oracles::{FUZZ_MEMORY_CAP, differential, verdict::validate_all};
 use crate::call::KvCacheCall;
-use crate::scheduler::properties::{self, Change, Established, Subject};
-use crate::spec::call_to_json;
-use crate::spec::parse_specs;
+use crate::spec::{call_to_json, parse_specs};
 use crate::tensor::materialise;
 use arbitrary::{Arbitrary, Unstructured};
-
-/// Memory cap for materialising fuzzed calls: large enough for every real small case, small enough
-/// that a fuzzer can never take the machine down.
-pub const FUZZ_MEMORY_CAP: usize = 64 << 20;
 
 /// Memory cap for materialising parsed specs in `call_spec`: small, so that the target stays fast
 /// and every larger call exercises the refusal before allocation.
@@ -39,7 +34,7 @@ pub fn call_spec(bytes: &[u8]) -> bool {
             for call in &calls {
                 // Either materialises within the cap or refuses with an error; both are fine.
                 let _ = materialise(call, SPEC_MEMORY_CAP);
-                oracles::validate_all(call);
+                validate_all(call);
             }
             true
         }
@@ -56,34 +51,41 @@ pub fn call_spec(bytes: &[u8]) -> bool {
     }
 }
 
-/// `validate`: a valid call with up to two mutations → every profile (see [`oracles::validate_all`]).
+/// `validate`: a valid call with up to two mutations → every profile (see [`validate_all`]).
 pub fn validate(bytes: &[u8]) -> bool {
     let mut u = Unstructured::new(bytes);
     let Ok(case) = FuzzCall::decode(&mut u, Target::Validation) else {
         return false;
     };
-    oracles::validate_all(&case.call);
+    validate_all(&case.call);
     true
 }
 
-/// `differential`: a valid small MUSA call → the whole MUSA stack
-/// ([`crate::musa::flash_attn_with_kvcache_on`], the kernel path standing in for the device)
-/// against the reference: without metadata, with the call's own `get_scheduler_metadata`, and
-/// with what SGLang's wrapper injects (see [`properties`]).
+/// `differential`: a valid small MUSA call → [`differential_call`].
 pub fn differential(bytes: &[u8]) -> bool {
     let mut u = Unstructured::new(bytes);
-    let Ok(case) = FuzzCall::decode(&mut u, Target::Kernel) else {
+    match FuzzCall::decode(&mut u, Target::Kernel) {
+        Ok(case) => differential_call(&case.call),
+        Err(_) => false,
+    }
+}
+
+/// The `differential` target's check of one call: the whole MUSA stack
+/// ([`crate::musa::flash_attn_with_kvcache_on`], the kernel path standing in for the device)
+/// against the reference, without metadata, with the call's own `get_scheduler_metadata`, and
+/// with what SGLang's wrapper injects ([`differential::musa_stack`]). `false` when the call is
+/// outside the oracle's domain.
+pub fn differential_call(call: &KvCacheCall) -> bool {
+    let Some(subject) = subject(call, FUZZ_MEMORY_CAP) else {
         return false;
     };
-    let Some(subject) = subject(&case.call, FUZZ_MEMORY_CAP) else {
-        return false;
-    };
-    holds(&case.call, "equivalence", subject.equivalence());
-    holds(&case.call, "injection", subject.injection());
+    if let Err(e) = differential::musa_stack(&subject) {
+        panic!("{e}\ncall: {}", call_to_json(call));
+    }
     true
 }
 
-/// The properties' view of `call`; `None` outside their domain.
+/// The metadata oracle's view of `call`; `None` outside its domain.
 fn subject(call: &KvCacheCall, memory_cap: usize) -> Option<Subject> {
     Subject::of(call, crate::mate::DEFAULT_MP, memory_cap).unwrap_or_else(|e| {
         panic!(
@@ -105,27 +107,31 @@ pub fn metadata_case(bytes: &[u8]) -> Option<(KvCacheCall, Change)> {
     let mut u = Unstructured::new(bytes);
     let seed = u64::arbitrary(&mut u).ok()?;
     let change = u.choose(&Change::ALL).copied().ok()?;
-    let options = properties::case_options();
-    let mut call =
-        crate::cases::random_call(&mut super::generators::InputRng::new(&mut u), &options);
+    let mut call = crate::cases::random_call(&mut InputRng::new(&mut u), &metadata::case_options());
     call.seed = seed;
-    Some((properties::returning_lse(&call), change))
+    Some((call.returning_lse(), change))
 }
 
 /// `metadata`: a valid MUSA call long enough to split, and one `get_scheduler_metadata` argument
-/// changed away from the call's own → equivalence with its own metadata, detection (with the
-/// consequence the kernel path shows) with the changed one; never a panic or an out-of-bounds
-/// access in the kernel path.
+/// changed away from the call's own → [`metadata_call`].
 pub fn metadata(bytes: &[u8]) -> bool {
-    let Some((call, change)) = metadata_case(bytes) else {
+    match metadata_case(bytes) {
+        Some((call, change)) => metadata_call(&call, change),
+        None => false,
+    }
+}
+
+/// The `metadata` target's check of one call and changed argument: equivalence with its own
+/// metadata, detection (with the consequence the kernel path shows) with the changed one; never a
+/// panic or an out-of-bounds access in the kernel path. `false` when the call is outside the
+/// oracle's domain.
+pub fn metadata_call(call: &KvCacheCall, change: Change) -> bool {
+    let Some(subject) = subject(call, PROPERTY_MEMORY_CAP) else {
         return false;
     };
-    let Some(subject) = subject(&call, properties::PROPERTY_MEMORY_CAP) else {
-        return false;
-    };
-    holds(&call, "equivalence", subject.equivalence());
+    holds(call, "equivalence", subject.equivalence());
     holds(
-        &call,
+        call,
         &format!("sensitivity ({})", change.name()),
         subject.sensitivity(change),
     );

@@ -15,10 +15,8 @@
 #[allow(non_camel_case_types, non_upper_case_globals, dead_code, clippy::all)]
 mod bindings;
 mod plan;
-mod suite;
 
 pub use plan::MAX_HEAD_DIM;
-pub use suite::{KERNEL_SUITE, KernelSuite};
 
 use crate::call::{Dtype, KvCacheCall};
 use crate::mate::{DEFAULT_MP, SchedulerMetadata};

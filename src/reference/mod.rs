@@ -28,7 +28,6 @@
 //! per task, never the whole (b, h, sq, sk) score tensor.
 
 mod attend;
-pub mod invariants;
 pub mod mask;
 mod resolve;
 

@@ -239,7 +239,7 @@ pub fn emulate(pass: &ForwardPass, mp: usize) -> ForwardReport {
                         metadata.computed_for
                     )
                 };
-                let call = super::with_metadata(&call, &metadata.values);
+                let call = call.with_scheduler_metadata(&metadata.values);
                 let findings =
                     check_buffer(&call, &tensors, &metadata.values, Some(&metadata.args), mp);
                 (how, findings)

@@ -7,8 +7,7 @@
 pub mod args;
 pub mod fa3;
 pub mod forward;
-pub mod properties;
 pub mod stale;
 
 pub use args::{MetadataError, get_scheduler_metadata, own_args, sglang_injected_args, to_mate};
-pub use stale::{check_buffer, stale_metadata_findings, stale_metadata_findings_on, with_metadata};
+pub use stale::{check_buffer, stale_metadata_findings, stale_metadata_findings_on};

@@ -13,7 +13,7 @@
 //! | num_nheads_in_l2 | anything | nothing (no reader) |
 
 use super::args::{get_scheduler_metadata, own_args, sglang_injected_args};
-use crate::call::{Dtype, KvCacheCall, MetadataArgsSpec, PyValue, TensorArg};
+use crate::call::{KvCacheCall, MetadataArgsSpec, PyValue};
 use crate::mate::{self, DEFAULT_MP, ResolvedMask, SchedulerMetadata, SplitHeuristicArgs};
 use crate::tensor::{DEFAULT_MEMORY_CAP, Tensors, materialise};
 use crate::validate::profiles::MUSA;
@@ -27,20 +27,6 @@ pub(crate) fn hazard(code: &'static str, args: &[String]) -> Hazard {
         severity: def.severity,
         message: registry::fill(def.template, args),
     }
-}
-
-/// `call` with `scheduler_metadata` set to an int32 tensor of `values`.
-pub fn with_metadata(call: &KvCacheCall, values: &[i32]) -> KvCacheCall {
-    let mut call = call.clone();
-    call.set(
-        "scheduler_metadata",
-        PyValue::Tensor(TensorArg::with_ints(
-            Dtype::Int32,
-            &[values.len()],
-            values.iter().map(|&v| i64::from(v)).collect(),
-        )),
-    );
-    call
 }
 
 /// What the forward needs of the metadata, from the call alone.
@@ -241,7 +227,7 @@ pub fn check_buffer(
     if call.passed("sinks").is_some_and(|s| !s.is_none()) {
         return vec![hazard("H-SCHED-DROPPED-BY-SINKS", &[])];
     }
-    let verdict = MUSA.validate(&with_metadata(call, values));
+    let verdict = MUSA.validate(&call.with_scheduler_metadata(values));
     let Some(resolved) = verdict.resolved() else {
         return Vec::new();
     };
@@ -472,7 +458,7 @@ pub fn stale_metadata_findings_on(call: &KvCacheCall, mp: usize) -> Vec<Hazard> 
     let call = if call.passed("scheduler_metadata").is_some() {
         call.clone()
     } else {
-        with_metadata(call, &values)
+        call.with_scheduler_metadata(&values)
     };
     findings.extend(check_buffer(&call, &tensors, &values, args.as_ref(), mp));
     findings

@@ -2,14 +2,14 @@
 //! ([`crate::musa::flash_attn_with_kvcache_on`], the kernel path standing in for the device)
 //! against the f64 reference under the tolerance rule — without metadata, with the call's own
 //! `get_scheduler_metadata`, and with what SGLang's wrapper injects
-//! ([`crate::scheduler::properties::Subject`]).
+//! ([`oracles::differential::musa_stack`]).
 
+use super::{CaseOutcome, Suite};
 use crate::call::KvCacheCall;
 use crate::cases::{self, Options};
-use crate::conform::{CaseOutcome, Suite};
+use crate::fuzzing::oracles::{self, metadata::Subject};
 use crate::mate::DEFAULT_MP;
 use crate::reference::Stack;
-use crate::scheduler::properties::Subject;
 use crate::tensor::DEFAULT_MEMORY_CAP;
 use rand::SeedableRng;
 use rand_chacha::ChaCha8Rng;
@@ -18,7 +18,7 @@ use rand_chacha::ChaCha8Rng;
 pub struct KernelSuite;
 
 /// The registered instance.
-pub static KERNEL_SUITE: KernelSuite = KernelSuite;
+pub static KERNEL: KernelSuite = KernelSuite;
 
 fn generate(seed: u64, index: usize) -> KvCacheCall {
     let options = Options {
@@ -37,11 +37,7 @@ fn check(call: &KvCacheCall) -> Result<(), String> {
     let Some(subject) = Subject::of(call, DEFAULT_MP, DEFAULT_MEMORY_CAP)? else {
         return Err("the generated call is outside the MUSA kernel path's domain".into());
     };
-    subject
-        .equivalence()
-        .map_err(|e| format!("equivalence: {e}"))?;
-    subject.injection().map_err(|e| format!("injection: {e}"))?;
-    Ok(())
+    oracles::differential::musa_stack(&subject)
 }
 
 impl Suite for KernelSuite {

@@ -1,5 +1,5 @@
-//! The metadata properties the `metadata` conform suite and the proptests check on one valid
-//! MUSA call (musa-fa3.md §6.9–§6.11), through the whole-stack entry point
+//! The metadata oracle: the properties the `metadata` and `kernel` conform suites, the `metadata`
+//! and `differential` fuzz targets and the proptests check on one valid MUSA call (musa-fa3.md §6.9–§6.11), through the whole-stack entry point
 //! [`crate::musa::flash_attn_with_kvcache_on`]:
 //!
 //! * **equivalence**: `scheduler_metadata = get_scheduler_metadata(<the call's own arguments>)`
@@ -15,8 +15,6 @@
 //!   difference and the kernel path shows its consequence, and where the wrapper raises, the
 //!   profile raises the same.
 
-use super::args::{get_scheduler_metadata, own_args};
-use super::stale::{check_buffer, with_metadata};
 use crate::call::{
     Dtype, KvCacheCall, LayerInfo, MetadataArgsSpec, PyValue, SglangBackend, TensorValues,
 };
@@ -27,6 +25,7 @@ use crate::musa::{
     injected_metadata,
 };
 use crate::reference::{self, Precision, RefOutput, Stack};
+use crate::scheduler::{check_buffer, get_scheduler_metadata, own_args};
 use crate::tensor::{HostTensor, MaterialiseError, Tensors, materialise};
 use crate::validate::profiles::MUSA;
 use crate::validate::{Hazard, Profile, Severity};
@@ -243,7 +242,7 @@ impl Subject {
     /// The call passing `values`, and the stale-metadata findings of `values` computed with
     /// `args`.
     fn passing(&self, values: &[i32], args: &MetadataArgsSpec) -> (KvCacheCall, Vec<Hazard>) {
-        let with = with_metadata(&self.call, values);
+        let with = self.call.with_scheduler_metadata(values);
         let findings = check_buffer(&with, &self.tensors, values, Some(args), self.mp);
         (with, findings)
     }
@@ -468,11 +467,4 @@ pub fn case_options() -> Options {
         max_group: 8,
         ..Options::small(Stack::Musa)
     }
-}
-
-/// `call` with the lse requested (the properties compare it).
-pub fn returning_lse(call: &KvCacheCall) -> KvCacheCall {
-    let mut call = call.clone();
-    call.set("return_softmax_lse", PyValue::Bool(true));
-    call
 }

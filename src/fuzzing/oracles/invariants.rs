@@ -1,12 +1,12 @@
-//! Metamorphic invariants of the reference: pairs of calls that must give the same result.
+//! The reference's metamorphic invariants: pairs of calls that must give the same result.
 //!
 //! Each [`Invariant`] takes a base call, builds a transformed call carrying the *same data* laid
 //! out differently (explicit tensor values, so the materialiser reproduces them), evaluates both
 //! and compares. They are library functions so that proptest (`tests/prop_reference.rs`) and the
 //! `conform` suite `reference` run the same checks.
 
-use super::{Precision, RefOutput, Stack, run};
 use crate::call::{Dtype, KvCacheCall, PyValue, TensorArg, TensorValues, signature};
+use crate::reference::{Precision, RefOutput, Stack, run};
 use crate::tensor::{DEFAULT_MEMORY_CAP, HostTensor, Tensors, materialise};
 use ndarray::{Array2, Array3, ArrayD, Axis, Dimension, Ix2, Ix4, IxDyn, s};
 use rand::Rng;

@@ -1,18 +1,19 @@
-//! Oracles: a case → "is this a bug?". A bug is reported by panicking with a reproducible message
-//! (the call as JSON, the profile, the site). Cases outside what an oracle can judge are skipped
-//! through [`Skip`], one named reason each — never by matching strings.
+//! The differential oracle: the kernel path against the f64 reference under the tolerance rule,
+//! outputs within the rule and caches after the append as the rule says.
+//!
+//! [`musa_stack`] is the `kernel` suite's and the `differential` fuzz target's check (the whole
+//! modelled MUSA stack, metadata from none, the call's own and SGLang's injection);
+//! [`kernel_vs_reference`] runs the kernel path alone for any stack's conventions (the kernel
+//! property tests).
 
+use super::metadata::Subject;
+use super::{FUZZ_MEMORY_CAP, repro};
 use crate::call::KvCacheCall;
-use crate::conform::verdict_checked;
 use crate::kernel::{self, KernelOptions, MetadataSource};
 use crate::reference::{self, Precision, RefOutput, Stack};
-use crate::spec::call_to_json;
 use crate::tensor::{Tensors, materialise};
-use crate::validate::{Verdict, profiles};
 
-use super::harness::FUZZ_MEMORY_CAP;
-
-/// Why an oracle could not judge a case (expected non-bugs, listed once).
+/// Why [`kernel_vs_reference`] could not judge a case (expected non-bugs, listed once).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Skip {
     /// The call's tensors do not fit the fuzzing memory cap.
@@ -22,21 +23,15 @@ pub enum Skip {
     EmptyKvFastPath,
 }
 
-fn repro(call: &KvCacheCall) -> String {
-    serde_json::to_string(&call_to_json(call)).expect("calls serialise")
-}
-
-/// Every profile's verdict on `call`, checked by
-/// [`verdict_checked`](crate::conform::verdict_checked) (the `validation` suite's check): a
-/// failure panics with the call.
-pub fn validate_all(call: &KvCacheCall) -> Vec<Verdict> {
-    profiles::all()
-        .into_iter()
-        .map(|profile| {
-            verdict_checked(profile, call)
-                .unwrap_or_else(|problem| panic!("{problem}, on {}", repro(call)))
-        })
-        .collect()
+/// The whole modelled MUSA stack on `subject`'s call against the reference: without metadata and
+/// with its own `get_scheduler_metadata` ([`Subject::equivalence`]), and with what SGLang's wrapper
+/// injects ([`Subject::injection`]).
+pub fn musa_stack(subject: &Subject) -> Result<(), String> {
+    subject
+        .equivalence()
+        .map_err(|e| format!("equivalence: {e}"))?;
+    subject.injection().map_err(|e| format!("injection: {e}"))?;
+    Ok(())
 }
 
 /// The reference's exact and low-precision results for a materialised call.
@@ -53,9 +48,9 @@ fn references(call: &KvCacheCall, tensors: &Tensors, stack: Stack) -> (RefOutput
     (run(Precision::Exact), run(Precision::LowPrecision))
 }
 
-/// The kernel path against the reference on a valid call of `stack`, once per metadata source:
-/// outputs within the tolerance rule, caches after the append as the rule says.
-pub fn differential(
+/// The kernel path against the reference on a valid call of `stack`, once per metadata source; a
+/// mismatch panics with the call.
+pub fn kernel_vs_reference(
     call: &KvCacheCall,
     stack: Stack,
     sources: &[MetadataSource],
