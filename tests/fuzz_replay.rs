@@ -1,18 +1,39 @@
-//! Replays every committed fuzz corpus and regression file through the harness the fuzz target runs.
+//! Replays every committed fuzz corpus and regression file through the harness the fuzz target
+//! runs, and every regression's decoded call spec (`<name>.json` beside the input, written by
+//! `fuzz-decode`) through the same oracle, so that a regression keeps reproducing its bug when the
+//! decoding of bytes into calls changes.
 
+use fa3conform::call::KvCacheCall;
+use fa3conform::fuzzing::oracles::metadata::Change;
+use fa3conform::fuzzing::oracles::verdict::validate_all;
 use fa3conform::fuzzing::{harness, read_corpus};
-use std::path::Path;
+use fa3conform::spec::parse_specs;
+use std::path::{Path, PathBuf};
 
+fn fuzz_dir(kind: &str, target: &str) -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("fuzz")
+        .join(kind)
+        .join(target)
+}
+
+fn is_spec(path: &Path) -> bool {
+    path.extension().is_some_and(|x| x == "json")
+}
+
+/// Replays the fuzz inputs of a byte-driven target (the decoded specs of its regressions aside).
 fn replay(target: &str, run: fn(&[u8]) -> bool) -> usize {
-    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("fuzz");
     let mut replayed = 0;
     for kind in ["corpus", "regressions"] {
-        let dir = root.join(kind).join(target);
+        let dir = fuzz_dir(kind, target);
         if !dir.exists() {
             continue;
         }
         let files = read_corpus(&dir).unwrap_or_else(|e| panic!("{}: {e}", dir.display()));
         for (path, bytes) in files {
+            if kind == "regressions" && target != "call_spec" && is_spec(&path) {
+                continue;
+            }
             // A panic here names the file through the test's output; run it with
             // `cargo fuzz run <target> <path>` to debug.
             eprintln!("replaying {}", path.display());
@@ -21,6 +42,37 @@ fn replay(target: &str, run: fn(&[u8]) -> bool) -> usize {
         }
     }
     replayed
+}
+
+/// The decoded call of every regression input of `target`; fails when one has none.
+fn regression_specs(target: &str) -> Vec<KvCacheCall> {
+    let dir = fuzz_dir("regressions", target);
+    let files = read_corpus(&dir).unwrap_or_else(|e| panic!("{}: {e}", dir.display()));
+    let inputs = files.iter().filter(|(path, _)| !is_spec(path));
+    let specs: Vec<KvCacheCall> = inputs
+        .map(|(input, _)| {
+            let spec = input.with_extension("json");
+            let text = std::fs::read_to_string(&spec).unwrap_or_else(|e| {
+                panic!(
+                    "{}: the regression's decoded call ({e}); write it with \
+                     `cargo run --features internal-testing --bin fuzz-decode -- {target} {} > {}`",
+                    input.display(),
+                    input.display(),
+                    spec.display()
+                )
+            });
+            let mut calls =
+                parse_specs(&text).unwrap_or_else(|e| panic!("{}: {e}", spec.display()));
+            assert_eq!(calls.len(), 1, "{}: one call", spec.display());
+            let call = calls.remove(0);
+            let name = input.file_name().and_then(|n| n.to_str());
+            assert_eq!(Some(call.id.as_str()), name, "{}: id", spec.display());
+            eprintln!("replaying {}", spec.display());
+            call
+        })
+        .collect();
+    assert!(!specs.is_empty(), "{target} has no regressions");
+    specs
 }
 
 #[test]
@@ -53,4 +105,37 @@ fn metadata_corpus_replays() {
         replay("metadata", harness::metadata) > 0,
         "the metadata seed corpus is missing"
     );
+}
+
+#[test]
+fn validate_regressions_replay_as_calls() {
+    for call in regression_specs("validate") {
+        validate_all(&call);
+    }
+}
+
+#[test]
+fn differential_regressions_replay_as_calls() {
+    for call in regression_specs("differential") {
+        assert!(
+            harness::differential_call(&call),
+            "{}: outside the differential oracle's domain, so it tests nothing",
+            call.id
+        );
+    }
+}
+
+/// The input chose one changed argument; its decoded call is checked with every one, so that a
+/// change in how bytes pick the argument loses nothing.
+#[test]
+fn metadata_regressions_replay_as_calls() {
+    for call in regression_specs("metadata") {
+        for change in Change::ALL {
+            assert!(
+                harness::metadata_call(&call, change),
+                "{}: outside the metadata oracle's domain, so it tests nothing",
+                call.id
+            );
+        }
+    }
 }

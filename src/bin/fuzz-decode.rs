@@ -1,5 +1,7 @@
 //! Turns a fuzz input (a crash artifact or a corpus file) of a byte-driven target into the call
-//! spec it decodes to, so it can be replayed with `fa3conform certify -` or `fa3conform run -`.
+//! spec it decodes to (its `id` the input's file name), so it can be replayed with
+//! `fa3conform certify -` or `fa3conform run -`, and committed beside a regression input as
+//! `<name>.json` (`tests/fuzz_replay.rs` replays both).
 //!
 //! `cargo run --features internal-testing --bin fuzz-decode -- validate fuzz/artifacts/validate/crash-…`
 
@@ -17,6 +19,9 @@ fn main() -> ExitCode {
             return ExitCode::from(2);
         }
     };
+    let name = std::path::Path::new(path)
+        .file_name()
+        .map_or_else(String::new, |n| n.to_string_lossy().into_owned());
     let bytes = match std::fs::read(path) {
         Ok(bytes) => bytes,
         Err(e) => {
@@ -32,7 +37,8 @@ fn main() -> ExitCode {
         }
         "metadata" => {
             return match fa3conform::fuzzing::harness::metadata_case(&bytes) {
-                Some((call, change)) => {
+                Some((mut call, change)) => {
+                    call.id = name;
                     println!("{}", call_to_json(&call));
                     eprintln!("metadata computed with another {}", change.name());
                     ExitCode::SUCCESS
@@ -51,7 +57,8 @@ fn main() -> ExitCode {
         }
     };
     match FuzzCall::decode(&mut Unstructured::new(&bytes), target) {
-        Ok(case) => {
+        Ok(mut case) => {
+            case.call.id = name;
             println!("{}", call_to_json(&case.call));
             eprintln!(
                 "stack: {}; mutations: {:?}",
