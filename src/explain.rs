@@ -13,6 +13,7 @@ use std::io::{self, Write};
 #[derive(Clone, Debug, clap::Args)]
 pub struct ExplainArgs {
     /// An error message as Python printed it, a site id or a hazard code.
+    #[arg(value_parser = clap::builder::NonEmptyStringValueParser::new())]
     pub message: String,
 }
 

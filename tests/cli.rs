@@ -182,3 +182,18 @@ fn certify_numerics_pass_for_a_sound_call_and_skip_rejected_ones() {
     assert!(doc[0]["numerics"].is_null());
     assert_eq!(plain.status.code(), Some(0));
 }
+
+#[test]
+fn explain_refuses_an_empty_query() {
+    let output = fa3conform(&["explain", ""]);
+    assert_eq!(output.status.code(), Some(2));
+    assert!(
+        output.stdout.is_empty(),
+        "no site is listed for an empty query"
+    );
+    assert!(
+        String::from_utf8_lossy(&output.stderr).contains("a value is required for '<MESSAGE>'"),
+        "{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+}

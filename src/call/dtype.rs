@@ -115,6 +115,19 @@ impl Dtype {
         )
     }
 
+    /// The values an integer dtype holds, inclusive (`bool` holds 0 and 1); `None` for floats.
+    pub fn int_range(self) -> Option<(i64, i64)> {
+        Some(match self {
+            Dtype::Bool => (0, 1),
+            Dtype::Int8 => (i8::MIN.into(), i8::MAX.into()),
+            Dtype::Uint8 => (0, u8::MAX.into()),
+            Dtype::Int16 => (i16::MIN.into(), i16::MAX.into()),
+            Dtype::Int32 => (i32::MIN.into(), i32::MAX.into()),
+            Dtype::Int64 => (i64::MIN, i64::MAX),
+            _ => return None,
+        })
+    }
+
     /// The dtypes attention kernels take as q/k/v (fp16, bf16, fp8 e4m3).
     pub fn is_attention_input(self) -> bool {
         matches!(self, Dtype::Float16 | Dtype::Bfloat16 | Dtype::Float8E4m3fn)

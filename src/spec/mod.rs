@@ -14,8 +14,9 @@
 //! arguments (FA3 signature) the call's `scheduler_metadata` was computed with
 //! ([`crate::call::MetadataArgsSpec`]); `certify` compares them with the call.
 
+mod json;
 mod parse;
 mod write;
 
-pub use parse::{SpecError, parse_call, parse_specs};
+pub use parse::{SpecError, parse_call, parse_each, parse_specs};
 pub use write::{call_to_json, value_to_json};

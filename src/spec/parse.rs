@@ -1,3 +1,4 @@
+use super::json;
 use crate::call::{Device, Dtype, KvCacheCall, PyValue, SglangContext, TensorArg, TensorValues};
 use serde_json::{Map, Value};
 use std::fmt;
@@ -54,44 +55,89 @@ fn prefixed(prefix: &str, e: SpecError) -> SpecError {
     }
 }
 
-/// Reads a file's worth of specs: one object, an array of objects, or one object per line.
+/// Reads a file's worth of specs: one object, an array of objects, or one object per line. The
+/// first bad call is the error; [`parse_each`] keeps the others.
 pub fn parse_specs(text: &str) -> Result<Vec<KvCacheCall>, SpecError> {
-    match serde_json::from_str::<Value>(text) {
-        Ok(Value::Array(items)) => items
+    parse_each(text)?.into_iter().collect()
+}
+
+/// Reads a file's worth of specs, each call on its own: a bad call (or JSON line) is its own error
+/// and the others still parse. The outer error is for a file that is no spec file at all: not
+/// JSON, empty, or a JSON value that is neither a call nor an array of calls.
+pub fn parse_each(text: &str) -> Result<Vec<Result<KvCacheCall, SpecError>>, SpecError> {
+    let text = json::without_bom(text);
+    if text.trim().is_empty() {
+        return err("", "no call specs: the input is empty");
+    }
+    let document = match json::parse(text) {
+        Ok(document) => document,
+        Err(whole) => {
+            return match json_lines(text) {
+                Some(lines) => Ok(lines),
+                None => {
+                    let (message, line, column) = json::describe(&whole, text);
+                    err(
+                        "",
+                        format!("invalid JSON at line {line} column {column}: {message}"),
+                    )
+                }
+            };
+        }
+    };
+    match document {
+        Value::Array(items) if items.is_empty() => err("", "no call specs: the array is empty"),
+        Value::Array(items) => Ok(items
             .iter()
             .enumerate()
             .map(|(i, v)| parse_call(v).map_err(|e| prefixed(&format!("[{i}]"), e)))
-            .collect(),
-        Ok(v @ Value::Object(_)) => Ok(vec![parse_call(&v)?]),
-        Ok(other) => err(
+            .collect()),
+        v @ Value::Object(_) => Ok(vec![parse_call(&v)]),
+        other => err(
             "",
             format!(
                 "expected a call object or an array of them, got {}",
                 kind(&other)
             ),
         ),
-        Err(whole) => {
-            let lines: Vec<(usize, &str)> = text
-                .lines()
-                .enumerate()
-                .filter(|(_, l)| !l.trim().is_empty())
-                .collect();
-            if lines.len() < 2 {
-                return err("", format!("invalid JSON: {whole}"));
-            }
-            lines
-                .into_iter()
-                .map(|(n, line)| {
-                    let prefix = format!("line {}", n + 1);
-                    let v: Value = serde_json::from_str(line).map_err(|e| SpecError {
-                        path: prefix.clone(),
-                        message: format!("invalid JSON: {e}"),
-                    })?;
-                    parse_call(&v).map_err(|e| prefixed(&prefix, e))
-                })
-                .collect()
-        }
     }
+}
+
+/// The calls of a JSON-lines file, or `None` when `text` is not one (then it is a single JSON
+/// document with a syntax error). A file is taken for JSON lines when it has two or more
+/// non-empty lines and at least half of them are JSON objects on their own: a pretty-printed
+/// document's lines almost never are, and a JSON-lines file with a bad line still is one.
+fn json_lines(text: &str) -> Option<Vec<Result<KvCacheCall, SpecError>>> {
+    let lines: Vec<(usize, &str, Result<Value, serde_json::Error>)> = text
+        .lines()
+        .enumerate()
+        .filter(|(_, line)| !line.trim().is_empty())
+        .map(|(n, line)| (n + 1, line, json::parse(line)))
+        .collect();
+    let objects = lines
+        .iter()
+        .filter(|(_, _, v)| matches!(v, Ok(Value::Object(_))))
+        .count();
+    if lines.len() < 2 || 2 * objects < lines.len() {
+        return None;
+    }
+    Some(
+        lines
+            .into_iter()
+            .map(|(n, line, parsed)| {
+                let prefix = format!("line {n}");
+                match parsed {
+                    Ok(v) => parse_call(&v).map_err(|e| prefixed(&prefix, e)),
+                    Err(e) => {
+                        let (message, _, column) = json::describe(&e, line);
+                        err(
+                            &prefix,
+                            format!("invalid JSON at column {column}: {message}"),
+                        )
+                    }
+                }
+            })
+            .collect(),
+    )
 }
 
 fn kind(v: &Value) -> &'static str {
@@ -415,24 +461,50 @@ fn tensor_values(path: &str, items: &[Value], dtype: Dtype) -> Result<TensorValu
     let values = items
         .iter()
         .enumerate()
-        .map(|(i, v)| match v {
-            Value::Bool(b) => Ok(*b as i64),
-            Value::Number(n) => n.as_i64().map_or_else(
-                || {
-                    err(
-                        &format!("{path}[{i}]"),
-                        format!("expected an integer for a {} tensor", dtype.torch_name()),
-                    )
-                },
-                Ok,
-            ),
-            other => err(
-                &format!("{path}[{i}]"),
-                format!("expected an integer, got {}", kind(other)),
-            ),
-        })
+        .map(|(i, v)| int_value(&format!("{path}[{i}]"), v, dtype))
         .collect::<Result<Vec<_>, _>>()?;
     Ok(TensorValues::Int(values))
+}
+
+/// One value of an integer (or bool) tensor, exactly: a value the dtype cannot hold is an error,
+/// never clamped or wrapped: the spec gives the tensor's contents, which the dtype must hold.
+fn int_value(path: &str, v: &Value, dtype: Dtype) -> Result<i64, SpecError> {
+    let (low, high) = dtype.int_range().expect("integer dtype");
+    let value = match v {
+        Value::Bool(b) => i64::from(*b),
+        Value::Number(n) => match (n.as_i64(), n.as_u64()) {
+            (Some(i), _) => i,
+            (None, Some(u)) => {
+                return err(
+                    path,
+                    format!(
+                        "{u} is out of range for {} [{low}, {high}]",
+                        dtype.torch_name()
+                    ),
+                );
+            }
+            (None, None) => {
+                return err(
+                    path,
+                    format!(
+                        "expected an integer for a {} tensor, got {n}",
+                        dtype.torch_name()
+                    ),
+                );
+            }
+        },
+        other => return err(path, format!("expected an integer, got {}", kind(other))),
+    };
+    if !(low..=high).contains(&value) {
+        return err(
+            path,
+            format!(
+                "{value} is out of range for {} [{low}, {high}]",
+                dtype.torch_name()
+            ),
+        );
+    }
+    Ok(value)
 }
 
 #[cfg(test)]
@@ -478,6 +550,96 @@ mod tests {
             parse_err(r#"{"args": {"a b": {"list": 1}}}"#)
                 .starts_with("args[\"a b\"].list: expected an array")
         );
+    }
+
+    #[test]
+    fn documents_are_read_as_written() {
+        let call = r#"{"id": "a"}"#;
+        // A byte-order mark is skipped.
+        assert_eq!(parse_specs(&format!("\u{feff}{call}")).unwrap()[0].id, "a");
+        // A syntax error deep in a pretty-printed document is reported where it is, not as the
+        // first line of a JSON-lines file.
+        let pretty =
+            "{\n  \"id\": \"x\",\n  \"args\": {\n    \"ver\": 3,\n    \"causal\": tru\n  }\n}\n";
+        assert_eq!(
+            parse_err(pretty),
+            "invalid JSON at line 5 column 18: expected ident"
+        );
+        // A key given twice is an error, not "the last one wins".
+        assert_eq!(
+            parse_err("{\"id\": \"a\",\n \"args\": {\"ver\": 3, \"ver\": 2}}"),
+            "invalid JSON at line 2 column 25: duplicate key \"ver\""
+        );
+        assert_eq!(parse_err(" \n"), "no call specs: the input is empty");
+        assert_eq!(parse_err("[]"), "no call specs: the array is empty");
+    }
+
+    #[test]
+    fn a_bad_json_line_is_its_own_error() {
+        let calls =
+            parse_each("{\"id\": \"a\"}\n{\"id\": \"b\",}\n\n{\"id\": 7}\n{\"id\": \"d\"}\n")
+                .unwrap();
+        let shown: Vec<String> = calls
+            .iter()
+            .map(|c| match c {
+                Ok(call) => call.id.clone(),
+                Err(e) => e.to_string(),
+            })
+            .collect();
+        assert_eq!(
+            shown,
+            [
+                "a",
+                "line 2: invalid JSON at column 12: trailing comma",
+                "line 4.id: expected a string, got a number",
+                "d"
+            ]
+        );
+        assert_eq!(
+            parse_err("{\"id\": \"a\"}\n{\"id\": \"b\",}\n"),
+            "line 2: invalid JSON at column 12: trailing comma"
+        );
+    }
+
+    #[test]
+    fn integer_values_fit_their_dtype_exactly() {
+        let with = |dtype: &str, values: &str| {
+            parse_specs(&format!(
+                r#"{{"args": {{"t": {{"tensor": {{"shape": [1], "dtype": "{dtype}", "values": [{values}]}}}}}}}}"#
+            ))
+            .map(|calls| calls[0].passed("t").unwrap().as_tensor().unwrap().int_values())
+            .map_err(|e| e.to_string())
+        };
+        let refused = |dtype: &str, values: &str, message: &str| {
+            assert_eq!(
+                with(dtype, values),
+                Err(format!("args.t.tensor.values[0]: {message}"))
+            );
+        };
+        refused(
+            "int32",
+            "4294967299",
+            "4294967299 is out of range for int32 [-2147483648, 2147483647]",
+        );
+        refused("uint8", "-1", "-1 is out of range for uint8 [0, 255]");
+        refused("int8", "200", "200 is out of range for int8 [-128, 127]");
+        refused("bool", "2", "2 is out of range for bool [0, 1]");
+        refused(
+            "int64",
+            "9223372036854775808",
+            "9223372036854775808 is out of range for int64 [-9223372036854775808, 9223372036854775807]",
+        );
+        refused(
+            "int32",
+            "1.5",
+            "expected an integer for a int32 tensor, got 1.5",
+        );
+        assert_eq!(
+            with("int64", "9007199254740993"),
+            Ok(Some(vec![9007199254740993]))
+        );
+        assert_eq!(with("int32", "-2147483648"), Ok(Some(vec![-2147483648])));
+        assert_eq!(with("bool", "true"), Ok(Some(vec![1])));
     }
 
     #[test]
