@@ -9,6 +9,7 @@ pub mod cli;
 pub mod conform;
 pub mod explain;
 pub mod fuzzing;
+pub mod hopper;
 pub mod kernel;
 pub mod mate;
 pub mod musa;

@@ -1,11 +1,11 @@
-//! Scheduler metadata on the MUSA stack and its CUDA counterpart: the arguments callers compute it
-//! with ([`args`]), checks that a buffer describes its call ([`stale`]), SGLang's auto-injection
-//! over a whole forward pass ([`forward`]) and FA3's (CUDA) layout and size rule ([`fa3`]).
+//! Scheduler metadata on the MUSA stack: the arguments callers compute it with ([`args`]), checks
+//! that a buffer describes its call ([`stale`]), SGLang's auto-injection over a whole forward pass
+//! ([`forward`]).
 //!
-//! mate's own metadata model (the `_fmha_get_metadata` kernel) lives in [`crate::mate`].
+//! The metadata kernels' own models live with their host code: mate's `_fmha_get_metadata` in
+//! [`crate::mate`], FA3's layout and prepare kernel in [`crate::hopper`].
 
 pub mod args;
-pub mod fa3;
 pub mod forward;
 pub mod stale;
 

@@ -11,12 +11,13 @@
 
 use super::cuda_state::{Arg, CudaState, Flavour, MhaResolution, MhaSizes, SequsedK};
 use crate::call::{Device, Dtype, PyValue, TensorArg};
-use crate::scheduler::fa3::{Fa3Layout, MODELLED_ARCH};
+use crate::hopper::{
+    Fa3Layout, MODELLED_ARCH, NUM_SM, ceil_div, num_splits_heuristic, round_up_headdim,
+    round_up_headdimv, should_pack_gqa, tile_size_fwd_sm90,
+};
 use crate::validate::engine::{Check, Fail, HazardLog, Layer};
 use crate::validate::{LseLayout, Rejection, Resolved};
 
-/// Streaming multiprocessors of the modelled device: H100 SXM5 has 132 (H100 PCIe 114, H200 132).
-pub const NUM_SM: i64 = 132;
 /// `get_max_headdim()` with every head dimension compiled.
 const MAX_HEADDIM: i64 = 256;
 /// Stand-in for the build machine's absolute path that `__FILE__` expands to in the stable build
@@ -754,141 +755,6 @@ fn resolve(s: &mut CudaState) {
     };
 }
 
-fn ceil_div(a: i64, b: i64) -> i64 {
-    if b == 0 { 0 } else { (a + b - 1).div_euclid(b) }
-}
-
-/// `round_up_headdim` with every head dimension compiled (`flash_api.cpp:L492-509`).
-pub fn round_up_headdim(d: i64) -> i64 {
-    [64, 96, 128, 192, 256]
-        .into_iter()
-        .find(|&r| d <= r)
-        .unwrap_or(256)
-}
-
-/// `round_up_headdimv` (`flash_api.cpp:L511-518`).
-pub fn round_up_headdimv(d: i64) -> i64 {
-    [64, 96, 128, 192, 256]
-        .into_iter()
-        .find(|&r| d <= r)
-        .unwrap_or(512)
-}
-
-/// `(kBlockM, kBlockN)` of `tile_size_fwd_sm90` (`tile_size.h:10-55`), `v_colmajor = false`.
-pub fn tile_size_fwd_sm90(
-    d: i64,
-    dv: i64,
-    causal: bool,
-    local: bool,
-    element_size: i64,
-    paged_non_tma: bool,
-    softcap: bool,
-) -> (i64, i64) {
-    if element_size == 2 {
-        match d {
-            ..=64 if dv == 512 => (64, 64),
-            ..=64 if dv == 256 => (128, 96),
-            ..=64 => (
-                192,
-                if causal || local || paged_non_tma {
-                    128
-                } else {
-                    192
-                },
-            ),
-            65..=96 => (192, if local || paged_non_tma { 128 } else { 144 }),
-            97..=128 => (
-                128,
-                if causal || local || paged_non_tma {
-                    128
-                } else {
-                    176
-                },
-            ),
-            129..=192 => (
-                128,
-                if paged_non_tma || local {
-                    96
-                } else if dv <= 128 {
-                    128
-                } else {
-                    112
-                },
-            ),
-            _ => (128, if local { 64 } else { 80 }),
-        }
-    } else {
-        match d {
-            ..=64 => (192, 160),
-            65..=96 => (192, 128),
-            97..=128 => (
-                128,
-                if paged_non_tma {
-                    160
-                } else if softcap && local {
-                    192
-                } else {
-                    224
-                },
-            ),
-            129..=192 => (
-                128,
-                if (paged_non_tma || softcap) && local {
-                    128
-                } else {
-                    160
-                },
-            ),
-            _ => (128, if local { 64 } else { 128 }),
-        }
-    }
-}
-
-/// `should_pack_gqa` for non-varlen q (`heuristics.h:9-17`), in float as the source computes it.
-fn should_pack_gqa(seqlen_q: i64, group: i64, block_m: i64) -> bool {
-    let round_up = |a: i64| ceil_div(a, block_m) * block_m;
-    let nopack = seqlen_q as f32 / round_up(seqlen_q) as f32;
-    let pack = (seqlen_q * group) as f32 / round_up(seqlen_q * group) as f32;
-    f64::from(nopack) < 0.9 * f64::from(pack)
-}
-
-/// `num_splits_heuristic` (`heuristics.h:25-59`): float32 efficiencies, compared in double.
-pub fn num_splits_heuristic(
-    total_mblocks: i64,
-    num_sms: i64,
-    num_n_blocks: i64,
-    num_m_blocks: i64,
-    size_one_kv_head: i64,
-    causal_or_local: bool,
-    max_splits: i64,
-) -> i64 {
-    if total_mblocks as f32 >= 0.8f32 * num_sms as f32 {
-        let size_l2 = 50 * 1024 * 1024;
-        return if size_one_kv_head > size_l2 && num_m_blocks >= num_sms * 2 && !causal_or_local {
-            ((size_one_kv_head + size_l2 - 1) / size_l2).min(max_splits)
-        } else {
-            1
-        };
-    }
-    if num_n_blocks <= 4 {
-        return 1;
-    }
-    let max_splits = max_splits.min(num_sms).min(num_n_blocks);
-    let efficiency: Vec<f32> = (1..=max_splits)
-        .map(|splits| {
-            let waves = (total_mblocks * splits) as f32 / num_sms as f32;
-            waves / waves.ceil()
-        })
-        .collect();
-    let best = efficiency
-        .iter()
-        .fold(0f32, |best, &e| if e > best { e } else { best });
-    efficiency
-        .iter()
-        .position(|&e| f64::from(e) >= 0.85 * f64::from(best))
-        .map_or(1, |i| i as i64 + 1)
-}
-
 /// What an accepted call resolves to.
 pub fn resolved(s: &CudaState) -> Resolved {
     let z = &s.sizes;
@@ -957,49 +823,4 @@ pub fn expanded_seqlens(n: usize, value: i64, device: Option<Device>) -> Seqused
     }
     t.device = device;
     SequsedK::Expanded(PyValue::Tensor(t))
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn split_heuristic_matches_the_spec_example() {
-        // cuda-fa3.md D.8 worked example: total_m = 2, 132 SMs, n_blocks = 8, m_blocks = 1,
-        // causal: eff[s] = s/66, first s with s/66 >= 0.85 * 8/66 is 7.
-        assert_eq!(
-            num_splits_heuristic(2, 132, 8, 1, 1024 * 256 * 2, true, 128),
-            7
-        );
-        // Enough m-blocks to fill the SMs: one split.
-        assert_eq!(num_splits_heuristic(106, 132, 8, 1, 0, false, 128), 1);
-        // Few key blocks: one split.
-        assert_eq!(num_splits_heuristic(2, 132, 4, 1, 0, false, 128), 1);
-    }
-
-    #[test]
-    fn tiles_follow_tile_size_h() {
-        assert_eq!(
-            tile_size_fwd_sm90(128, 128, true, false, 2, false, false),
-            (128, 128)
-        );
-        assert_eq!(
-            tile_size_fwd_sm90(128, 128, false, false, 2, false, false),
-            (128, 176)
-        );
-        assert_eq!(
-            tile_size_fwd_sm90(64, 512, false, false, 2, false, false),
-            (64, 64)
-        );
-        assert_eq!(
-            tile_size_fwd_sm90(256, 256, false, true, 2, false, false),
-            (128, 64)
-        );
-        assert_eq!(
-            tile_size_fwd_sm90(128, 128, false, false, 1, false, false),
-            (128, 224)
-        );
-        assert_eq!(round_up_headdim(80), 96);
-        assert_eq!(round_up_headdimv(300), 512);
-    }
 }

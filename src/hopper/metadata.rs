@@ -1,7 +1,6 @@
-//! FA3's (CUDA, `hopper/`) scheduler metadata, for the `sgl-kernel` and `fa3` profiles: the layout
-//! and size rule both `get_scheduler_metadata` and `mha_fwd` apply (cuda-fa3.md C.3) and the
-//! prepare kernel that fills it (D.8), with the host's resolved tiles, split count and pack-GQA
-//! flag (C.2, D.3–D.6) as inputs.
+//! FA3's scheduler metadata (cuda-fa3.md C.3, D.8): the layout and size rule both
+//! `get_scheduler_metadata` and `mha_fwd` apply, and the prepare kernel that fills it, with the
+//! host's resolved tiles, split count and pack-GQA flag ([`super`]) as inputs.
 
 /// The vectors of a metadata tensor, in the order they are placed.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -14,9 +13,6 @@ pub enum Fa3Vector {
     /// The tile counter (one element).
     Semaphore,
 }
-
-/// The compute capability the CUDA profiles model (`sgl-kernel`, `fa3`, `fa3-stable`): Hopper.
-pub const MODELLED_ARCH: u32 = 90;
 
 /// Which vectors a metadata tensor holds, for `batch` sequences (C.3).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
