@@ -2,16 +2,10 @@
 //! the findings per call are snapshots (snapshots/scheduler/), and the calls each example exists
 //! to show are asserted here as well.
 
+mod support;
+
 use fa3conform::mate::DEFAULT_MP;
 use fa3conform::scheduler::forward::{ForwardReport, emulate, parse_forward, render_human};
-
-fn insta_settings() -> insta::Settings {
-    let mut settings = insta::Settings::clone_current();
-    settings.set_snapshot_path(concat!(env!("CARGO_MANIFEST_DIR"), "/snapshots/scheduler"));
-    settings.set_prepend_module_to_snapshot(false);
-    settings.set_omit_expression(true);
-    settings
-}
 
 fn report(name: &str) -> ForwardReport {
     let path = format!(
@@ -39,7 +33,8 @@ fn flagged(report: &ForwardReport) -> Vec<&str> {
 #[test]
 fn plain_model_reuses_metadata_that_describes_every_layer() {
     let report = report("plain");
-    insta_settings().bind(|| insta::assert_snapshot!("plain", render_human(&report)));
+    support::snapshot_settings("scheduler")
+        .bind(|| insta::assert_snapshot!("plain", render_human(&report)));
     assert_eq!(flagged(&report), Vec::<&str>::new());
     let sources: Vec<&str> = report.calls.iter().map(|r| r.metadata.as_str()).collect();
     assert_eq!(
@@ -55,7 +50,8 @@ fn plain_model_reuses_metadata_that_describes_every_layer() {
 #[test]
 fn hybrid_sliding_window_model_flags_the_layers_the_metadata_does_not_describe() {
     let report = report("hybrid-swa");
-    insta_settings().bind(|| insta::assert_snapshot!("hybrid-swa", render_human(&report)));
+    support::snapshot_settings("scheduler")
+        .bind(|| insta::assert_snapshot!("hybrid-swa", render_human(&report)));
     // Full-attention layers get the sliding-window layer's metadata.
     assert!(codes(&report, "layer1-full").contains(&"H-SCHED-ARGS-DIFFER"));
     // A layer with 32/8 heads and 128-dim heads gets metadata for 4 sequences of the 16/2-head layer.
@@ -74,7 +70,8 @@ fn hybrid_sliding_window_model_flags_the_layers_the_metadata_does_not_describe()
 #[test]
 fn mla_cascade_base_call_reuses_the_expand_calls_workspace() {
     let report = report("mla");
-    insta_settings().bind(|| insta::assert_snapshot!("mla", render_human(&report)));
+    support::snapshot_settings("scheduler")
+        .bind(|| insta::assert_snapshot!("mla", render_human(&report)));
     assert_eq!(flagged(&report), ["layer1-base"]);
     assert_eq!(
         codes(&report, "layer1-base"),
@@ -126,7 +123,8 @@ fn malformed_passes_name_the_json_path() {
 #[test]
 fn context_parallel_extend_reuses_the_last_invocations_metadata() {
     let report = report("cp-extend");
-    insta_settings().bind(|| insta::assert_snapshot!("cp-extend", render_human(&report)));
+    support::snapshot_settings("scheduler")
+        .bind(|| insta::assert_snapshot!("cp-extend", render_human(&report)));
     // Layer 1's first invocation (300 and 40 query rows) gets the metadata of layer 0's second one
     // (20 and 10 rows): one m-block of 256 rows where sequence 0 needs two.
     assert_eq!(flagged(&report), ["layer1-prev"]);

@@ -5,6 +5,8 @@
 //! A catalogue entry is a call spec with an `"expect"` map: profile name -> `"accepted"` or the id
 //! of the site that rejects it. Expectations are written by hand from the specs, not from the code.
 
+mod support;
+
 use fa3conform::call::KvCacheCall;
 use fa3conform::certify::{certify_call, render_human_call};
 use fa3conform::spec::parse_specs;
@@ -209,19 +211,10 @@ fn registry_ids_are_unique_and_used() {
     }
 }
 
-/// insta settings for the catalogue snapshots: one file per entry under the top-level `snapshots/`.
-fn snapshot_settings() -> insta::Settings {
-    let mut settings = insta::Settings::clone_current();
-    settings.set_snapshot_path(concat!(env!("CARGO_MANIFEST_DIR"), "/snapshots/catalog"));
-    settings.set_prepend_module_to_snapshot(false);
-    settings.set_omit_expression(true);
-    settings
-}
-
 #[test]
 fn snapshots_show_every_profile_side_by_side() {
     let all = profiles::all();
-    let settings = snapshot_settings();
+    let settings = support::snapshot_settings("catalog");
     for e in catalogue() {
         let report = certify_call(&e.call, &all);
         let text = render_human_call(&e.call, &report);

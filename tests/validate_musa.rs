@@ -4,9 +4,9 @@
 //! hand from musa-fa3.md).
 
 use fa3conform::call::{
-    Device, Dtype, KvCacheCall, LayerInfo, PyValue, SglangBackend, SglangContext,
+    Device, Dtype, KvCacheCall, LayerInfo, LseLayout, PyValue, SglangBackend, SglangContext,
 };
-use fa3conform::validate::{LseLayout, Profile, Verdict, profiles::MUSA};
+use fa3conform::validate::{Profile, Verdict, profiles::MUSA};
 
 fn bf16(shape: &[usize]) -> PyValue {
     PyValue::tensor(Dtype::Bfloat16, shape)

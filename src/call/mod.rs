@@ -19,6 +19,17 @@ pub use metadata_args::MetadataArgsSpec;
 pub use signature::{BoundArgs, Signature};
 pub use value::{Device, PyValue, TensorArg, TensorValues, python_float_repr, python_int_from_str};
 
+/// The layout a stack returns `softmax_lse` in (musa-fa3.md §7; cuda-fa3.md D.16).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum LseLayout {
+    /// `(batch, heads, seqlen_q)`.
+    BatchHeadSeq,
+    /// `(heads, total_q)` with `cu_seqlens_q`.
+    HeadTotal,
+    /// `(batch, seqlen_q, heads)`: mate's MLA branch with 4-D q.
+    BatchSeqHead,
+}
+
 /// One call of `flash_attn_with_kvcache`.
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct KvCacheCall {

@@ -225,14 +225,6 @@ pub fn run_certify(args: &CertifyArgs, out: &mut dyn Write) -> Result<u8, Error>
     })
 }
 
-fn severity_name(s: Severity) -> &'static str {
-    match s {
-        Severity::Info => "info",
-        Severity::Warning => "warning",
-        Severity::Error => "error",
-    }
-}
-
 /// A call on one line: keyword arguments as `name=value`, tensors as `dtype[shape]` with their
 /// device, strides and (short) values when the spec gives them.
 pub fn describe_call(call: &KvCacheCall) -> String {
@@ -372,7 +364,7 @@ pub fn render_human_call(call: &KvCacheCall, report: &CallReport) -> String {
         for h in &v.hazards {
             out.push_str(&format!(
                 "  hazard {:7} {} ({}): {}\n",
-                severity_name(h.severity),
+                h.severity.name(),
                 h.code,
                 v.profile,
                 h.message
@@ -419,7 +411,7 @@ fn report_json(report: &CallReport) -> Value {
         .iter()
         .flat_map(|v| {
             v.hazards.iter().map(move |h| {
-                json!({"profile": v.profile, "code": h.code, "severity": severity_name(h.severity), "message": h.message})
+                json!({"profile": v.profile, "code": h.code, "severity": h.severity.name(), "message": h.message})
             })
         })
         .collect();

@@ -33,13 +33,13 @@ mod resolve;
 
 pub use mask::Mask;
 
-use crate::call::{Dtype, KvCacheCall};
+use crate::call::{Dtype, KvCacheCall, LseLayout};
 use crate::numeric::round_to;
 use crate::parallel;
 use crate::tensor::Tensors;
 use ndarray::{Array2, Array3, ArrayD, IxDyn};
 use rayon::prelude::*;
-use resolve::{LseLayout, Problem};
+use resolve::Problem;
 use thiserror::Error;
 
 /// The stack whose conventions an evaluation follows, where the stacks differ.
@@ -183,7 +183,7 @@ fn reshape(a: ArrayD<f64>, shape: &[usize]) -> Result<ArrayD<f64>, RefError> {
 
 fn shape_out(p: &Problem, out: Array3<f64>) -> Result<ArrayD<f64>, RefError> {
     match p.lse_layout {
-        LseLayout::Varlen => Ok(out.into_dyn()),
+        LseLayout::HeadTotal => Ok(out.into_dyn()),
         LseLayout::BatchHeadSeq | LseLayout::BatchSeqHead => reshape(
             out.into_dyn(),
             &[p.batches.len(), p.seqlen_q, p.num_heads, p.head_dim_v],
@@ -194,7 +194,7 @@ fn shape_out(p: &Problem, out: Array3<f64>) -> Result<ArrayD<f64>, RefError> {
 fn shape_lse(p: &Problem, lse: Array2<f64>) -> Result<ArrayD<f64>, RefError> {
     let (b, s, h) = (p.batches.len(), p.seqlen_q, p.num_heads);
     match p.lse_layout {
-        LseLayout::Varlen => Ok(lse.into_dyn()),
+        LseLayout::HeadTotal => Ok(lse.into_dyn()),
         // (h, b·s) → (h, b, s) → (b, h, s)
         LseLayout::BatchHeadSeq => {
             let hbs = reshape(lse.into_dyn(), &[h, b, s])?;

@@ -3,24 +3,13 @@
 
 use super::mask::{self, Mask, MaskRequest, StaticSizes};
 use super::{Precision, RefError, Stack};
-use crate::call::{BoundArgs, Dims, Dtype, KvCacheCall, PyValue};
+use crate::call::{BoundArgs, Dims, Dtype, KvCacheCall, LseLayout, PyValue};
 use crate::numeric::round_to;
 use crate::tensor::{HostTensor, Tensors};
 use ndarray::{Array2, Array3, ArrayD, ArrayView2, ArrayView3, ArrayView4, Ix2, Ix3, Ix4, s};
 
 fn unevaluable(msg: impl Into<String>) -> RefError {
     RefError::Unevaluable(msg.into())
-}
-
-/// The lse layout of the call (musa-fa3.md §7; cuda-fa3.md D.16).
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum LseLayout {
-    /// `(b, h, seqlen_q)`.
-    BatchHeadSeq,
-    /// `(b, seqlen_q, h)`: MUSA's MLA branch with 4-D `q`.
-    BatchSeqHead,
-    /// `(h, total_q)`.
-    Varlen,
 }
 
 /// Lengths and places of one batch (cuda-fa3.md D.11).
@@ -648,7 +637,7 @@ impl<'a> Problem<'a> {
         let total_knew = if new_kv { dims.total_new } else { 0 };
         let empty_kv = stack != Stack::Musa && b * cap + total_knew == 0;
         let lse_layout = match (dims.varlen_q, mla) {
-            (true, _) => LseLayout::Varlen,
+            (true, _) => LseLayout::HeadTotal,
             (false, true) => LseLayout::BatchSeqHead,
             (false, false) => LseLayout::BatchHeadSeq,
         };

@@ -4,9 +4,9 @@
 //! signature's order); each rule reads the bound arguments. A call that does not bind raises
 //! `TypeError` before anything else runs, so it gets only that finding.
 
+use super::entry_point::EntryPoint;
 use super::python::{ArgKind, Argument, CallSite, Span};
 use super::rules::Rule;
-use super::stacks::Stack;
 use super::upstream;
 use crate::call::signature::{self, Signature};
 use crate::call::{KvCacheCall, PyValue};
@@ -134,7 +134,7 @@ fn python_eq(a: &PyValue, b: &PyValue) -> bool {
 }
 
 /// Every finding for `call`, read as a call of `stack`'s `flash_attn_with_kvcache`.
-pub fn check_call(call: &CallSite, stack: Stack, source: &str) -> Vec<Finding> {
+pub fn check_call(call: &CallSite, stack: EntryPoint, source: &str) -> Vec<Finding> {
     let mut out = Vec::new();
     let (target_name, target) = stack.on_musa();
     if let Some(splat) = call
@@ -250,7 +250,7 @@ fn signature_mismatch(
 }
 
 /// FA3M004.
-fn positional_rebinds(bound: &Bound, stack: Stack, target_name: &str, out: &mut Vec<Finding>) {
+fn positional_rebinds(bound: &Bound, stack: EntryPoint, target_name: &str, out: &mut Vec<Finding>) {
     let (expected_name, expected) = stack.expected_order();
     let positional = bound
         .call
@@ -308,7 +308,7 @@ fn ver_gate(bound: &Bound, out: &mut Vec<Finding>) {
 }
 
 /// FA3M005.
-fn ignored_arguments(bound: &Bound, stack: Stack, out: &mut Vec<Finding>) {
+fn ignored_arguments(bound: &Bound, stack: EntryPoint, out: &mut Vec<Finding>) {
     if !stack.via_sglang_wrapper() {
         return;
     }
@@ -379,7 +379,7 @@ fn int_literal(value: Option<&PyValue>) -> Option<&PyValue> {
 }
 
 /// FA3M009, FA3M012.
-fn cache_seqlens(bound: &Bound, stack: Stack, out: &mut Vec<Finding>) {
+fn cache_seqlens(bound: &Bound, stack: EntryPoint, out: &mut Vec<Finding>) {
     let Some(value) = int_literal(bound.literal("cache_seqlens")) else {
         return;
     };
@@ -413,7 +413,7 @@ fn cache_seqlens(bound: &Bound, stack: Stack, out: &mut Vec<Finding>) {
 }
 
 /// FA3M010, FA3M011.
-fn metadata_injection(bound: &Bound, stack: Stack, out: &mut Vec<Finding>) {
+fn metadata_injection(bound: &Bound, stack: EntryPoint, out: &mut Vec<Finding>) {
     if !stack.via_sglang_wrapper() || !bound.absent("scheduler_metadata") {
         return;
     }
@@ -442,7 +442,7 @@ fn metadata_injection(bound: &Bound, stack: Stack, out: &mut Vec<Finding>) {
 }
 
 /// FA3M013, FA3M014, FA3M015, FA3M016.
-fn scalar_hazards(bound: &Bound, stack: Stack, out: &mut Vec<Finding>) {
+fn scalar_hazards(bound: &Bound, stack: EntryPoint, out: &mut Vec<Finding>) {
     if let Some(arg) = bound.given("softcap")
         && let Some(value) = arg
             .literal
@@ -530,7 +530,7 @@ mod tests {
     use crate::scan::python::{ModuleName, PythonParser};
 
     /// The codes `check_call` gives the single call in `call`, read as a call of `stack`.
-    fn codes(stack: Stack, call: &str) -> Vec<&'static str> {
+    fn codes(stack: EntryPoint, call: &str) -> Vec<&'static str> {
         let source = format!("import m\n{call}\n");
         let module = ModuleName {
             name: "t".into(),
@@ -546,12 +546,15 @@ mod tests {
     #[test]
     fn splits_over_the_limit_without_metadata_are_only_ignored() {
         assert_eq!(
-            codes(Stack::Fa3, "m.f(q, k, v, cache_seqlens=s, num_splits=200)"),
+            codes(
+                EntryPoint::Fa3,
+                "m.f(q, k, v, cache_seqlens=s, num_splits=200)"
+            ),
             ["FA3M015"]
         );
         assert_eq!(
             codes(
-                Stack::Fa3,
+                EntryPoint::Fa3,
                 "m.f(q, k, v, cache_seqlens=s, scheduler_metadata=md, num_splits=200)"
             ),
             ["FA3M014"]
@@ -562,7 +565,7 @@ mod tests {
     fn defaults_passed_explicitly_are_not_reported_under_mla() {
         assert_eq!(
             codes(
-                Stack::Fa3,
+                EntryPoint::Fa3,
                 "m.f(q, k, v, qv=x, cache_seqlens=s, window_size=(-1, -1), softcap=0, \
                  attention_chunk=None, sm_margin=False, num_splits=0)"
             ),
@@ -570,7 +573,7 @@ mod tests {
         );
         assert_eq!(
             codes(
-                Stack::Fa3,
+                EntryPoint::Fa3,
                 "m.f(q, k, v, qv=x, cache_seqlens=s, window_size=[-1, -1])"
             ),
             ["FA3M007", "FA3M008"]
@@ -579,9 +582,9 @@ mod tests {
 
     #[test]
     fn append_is_checked_for_v_alone_and_skipped_when_unpacking() {
-        assert_eq!(codes(Stack::Fa3, "m.f(q, k, v, v=new_v)"), ["FA3M017"]);
+        assert_eq!(codes(EntryPoint::Fa3, "m.f(q, k, v, v=new_v)"), ["FA3M017"]);
         assert_eq!(
-            codes(Stack::Fa3, "m.f(q, k, v, v=new_v, **extra)"),
+            codes(EntryPoint::Fa3, "m.f(q, k, v, v=new_v, **extra)"),
             ["FA3M018"]
         );
     }
@@ -589,7 +592,10 @@ mod tests {
     #[test]
     fn type_errors_stop_the_other_rules() {
         assert_eq!(
-            codes(Stack::SglKernel, "m.f(q, k, v, out=o, ver=4, softcap=-1.0)"),
+            codes(
+                EntryPoint::SglKernel,
+                "m.f(q, k, v, out=o, ver=4, softcap=-1.0)"
+            ),
             ["FA3M003"]
         );
     }

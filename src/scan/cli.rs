@@ -1,8 +1,9 @@
 //! The `scan` command: arguments and the library entry point the CLI calls.
 
 use super::emit::{self, Summary};
-use super::rules::{self, Rule, Severity};
+use super::rules::{self, Rule};
 use super::{ScanError, scan_paths};
+use crate::validate::Severity;
 use std::io::{self, Write};
 use std::path::PathBuf;
 

@@ -1,7 +1,8 @@
 //! A finding located in a file: what every emitter renders.
 
-use super::rules::{Rule, Severity};
-use super::stacks::Stack;
+use super::entry_point::EntryPoint;
+use super::rules::Rule;
+use crate::validate::Severity;
 
 /// A 1-based line and column; columns count characters, as editors and SARIF do.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
@@ -22,7 +23,7 @@ pub struct Diagnostic {
     pub message: String,
     pub help: Option<String>,
     /// The stacks the call was written against; empty for file-level errors.
-    pub stacks: Vec<Stack>,
+    pub stacks: Vec<EntryPoint>,
     /// The text of line `start.line`, without its line break; `None` when the file is not text.
     pub source_line: Option<String>,
 }

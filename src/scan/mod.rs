@@ -13,17 +13,18 @@ mod check;
 pub mod cli;
 mod diagnostic;
 pub mod emit;
+mod entry_point;
 mod python;
 mod resolve;
 pub mod rules;
-mod stacks;
 pub mod upstream;
 
+pub use crate::validate::Severity;
 pub use cli::{ScanArgs, ScanExit, run_scan};
 pub use diagnostic::{Diagnostic, Location};
+pub use entry_point::EntryPoint;
 pub use python::ArgKind;
-pub use rules::{Rule, Severity};
-pub use stacks::Stack;
+pub use rules::Rule;
 
 use crate::call::PyValue;
 use diagnostic::LineIndex;
@@ -45,7 +46,7 @@ pub struct ScanError {
 pub struct CallRecord {
     pub path: String,
     pub location: Location,
-    pub stacks: Vec<Stack>,
+    pub stacks: Vec<EntryPoint>,
     pub args: Vec<RecordedArg>,
 }
 
@@ -94,11 +95,11 @@ pub fn scan_paths(paths: &[PathBuf]) -> Result<ScanResult, ScanError> {
         .iter()
         .map(|i| i.path.metadata().map_or(0, |m| m.len()))
         .sum();
-    let mut searched: HashSet<String> = HashSet::from([stacks::FUNCTION.to_string()]);
+    let mut searched: HashSet<String> = HashSet::from([entry_point::FUNCTION.to_string()]);
     let mut loaded: Vec<Loaded> = inputs
         .par_iter()
         .map_init(PythonParser::new, |parser, input| {
-            load(parser, input, &[stacks::FUNCTION])
+            load(parser, input, &[entry_point::FUNCTION])
         })
         .collect();
     // Follow aliases: a file that imports a name another file binds to the function mentions that
@@ -187,19 +188,20 @@ fn check_file(
     result: &mut ScanResult,
 ) {
     let lines = LineIndex::new(source);
-    let locate = |rule: Rule, span: Span, message: String, help: String, stacks: Vec<Stack>| {
-        let start = lines.location(span.start);
-        Diagnostic {
-            rule,
-            path: display.to_string(),
-            start,
-            end: lines.location(span.end),
-            message,
-            help: Some(help),
-            stacks,
-            source_line: Some(lines.line(start.line).to_string()),
-        }
-    };
+    let locate =
+        |rule: Rule, span: Span, message: String, help: String, stacks: Vec<EntryPoint>| {
+            let start = lines.location(span.start);
+            Diagnostic {
+                rule,
+                path: display.to_string(),
+                start,
+                end: lines.location(span.end),
+                message,
+                help: Some(help),
+                stacks,
+                source_line: Some(lines.line(start.line).to_string()),
+            }
+        };
     for call in &file.calls {
         let stacks = resolver.resolve(index, &call.function);
         if stacks.is_empty() {
@@ -207,7 +209,7 @@ fn check_file(
         }
         // A call resolved to several stacks (e.g. an import per platform) reports each distinct
         // finding once, naming every stack that has it.
-        let mut findings: Vec<(check::Finding, Vec<Stack>)> = Vec::new();
+        let mut findings: Vec<(check::Finding, Vec<EntryPoint>)> = Vec::new();
         for &stack in &stacks {
             for finding in check::check_call(call, stack, source) {
                 match findings.iter_mut().find(|(f, _)| *f == finding) {

@@ -1,8 +1,8 @@
 //! Which stack a called name refers to: through imports, aliases, star imports and re-exports by
 //! other modules of the scanned tree.
 
+use super::entry_point::{EntryPoint, FUNCTION};
 use super::python::{Binding, ModuleName, ParsedFile};
-use super::stacks::{FUNCTION, Stack};
 use std::collections::{BTreeSet, HashMap, HashSet};
 use std::path::{Path, PathBuf};
 
@@ -13,7 +13,7 @@ const MAX_DEPTH: usize = 32;
 #[derive(Default)]
 struct Walk {
     seen: HashSet<(usize, Vec<String>)>,
-    stacks: BTreeSet<Stack>,
+    stacks: BTreeSet<EntryPoint>,
 }
 
 /// Python's module name for a file: the directories above it that hold an `__init__.py` are its
@@ -78,7 +78,7 @@ impl<'a> Resolver<'a> {
     }
 
     /// The stacks whose `flash_attn_with_kvcache` the dotted `path`, written in file `file`, names.
-    pub fn resolve(&self, file: usize, path: &[String]) -> BTreeSet<Stack> {
+    pub fn resolve(&self, file: usize, path: &[String]) -> BTreeSet<EntryPoint> {
         let mut walk = Walk::default();
         self.resolve_local(file, path, 0, &mut walk);
         walk.stacks
@@ -136,7 +136,7 @@ impl<'a> Resolver<'a> {
         }
         if let [module @ .., last] = path
             && last == FUNCTION
-            && let Some(stack) = Stack::from_module(&module.join("."))
+            && let Some(stack) = EntryPoint::from_module(&module.join("."))
         {
             out.stacks.insert(stack);
             return;
@@ -217,17 +217,17 @@ mod tests {
         let resolver = Resolver::new(&files);
         let app = 2;
         let stacks = |dotted: &str| resolver.resolve(app, &path(dotted));
-        assert_eq!(stacks("exported"), BTreeSet::from([Stack::Mate]));
-        assert_eq!(stacks("pkg.exported"), BTreeSet::from([Stack::Mate]));
+        assert_eq!(stacks("exported"), BTreeSet::from([EntryPoint::Mate]));
+        assert_eq!(stacks("pkg.exported"), BTreeSet::from([EntryPoint::Mate]));
         assert_eq!(
             stacks("pkg.flash_attn_with_kvcache"),
-            BTreeSet::from([Stack::SglKernel])
+            BTreeSet::from([EntryPoint::SglKernel])
         );
         assert_eq!(
             stacks("fi.flash_attn_with_kvcache"),
-            BTreeSet::from([Stack::Fa3])
+            BTreeSet::from([EntryPoint::Fa3])
         );
-        assert_eq!(stacks("loop"), BTreeSet::from([Stack::Mate]));
+        assert_eq!(stacks("loop"), BTreeSet::from([EntryPoint::Mate]));
         assert!(stacks("fi.other").is_empty());
         assert!(stacks("unbound").is_empty());
         let mut aliases = resolver.function_aliases(app);

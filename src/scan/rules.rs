@@ -4,23 +4,8 @@
 //! Codes are stable: a rule is never renumbered and a code is never reused. The hazards come from
 //! musa-fa3.md §8 and sgl-kernel-cuda.md §D, restricted to what a call's source text shows.
 
+use crate::validate::Severity;
 use std::fmt;
-
-/// How bad a finding is; any error makes `scan` exit 1.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
-pub enum Severity {
-    Warning,
-    Error,
-}
-
-impl Severity {
-    pub fn name(self) -> &'static str {
-        match self {
-            Severity::Warning => "warning",
-            Severity::Error => "error",
-        }
-    }
-}
 
 /// One rule of the scan.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]

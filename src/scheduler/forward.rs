@@ -298,7 +298,7 @@ pub fn render_human(report: &ForwardReport) -> String {
             r.call, r.layer_id, r.prefix, r.outcome, r.metadata
         ));
         for f in &r.findings {
-            let severity = format!("{:?}", f.severity).to_lowercase();
+            let severity = f.severity.name();
             out.push_str(&format!("     {severity} {}: {}\n", f.code, f.message));
         }
     }

@@ -11,7 +11,7 @@ pub mod profiles;
 pub mod py;
 pub mod registry;
 
-use crate::call::{Device, KvCacheCall};
+use crate::call::{Device, KvCacheCall, LseLayout};
 use std::fmt;
 
 /// The Python exception class a failing check raises.
@@ -84,7 +84,8 @@ impl fmt::Display for Rejection {
     }
 }
 
-/// How serious a hazard is for a porter.
+/// How serious a hazard (or a `scan` finding) is for a porter; any error makes `certify` and
+/// `scan` exit 1.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, serde::Serialize)]
 #[serde(rename_all = "lowercase")]
 pub enum Severity {
@@ -94,6 +95,17 @@ pub enum Severity {
     Warning,
     /// The call silently computes wrong results or drops a requested feature.
     Error,
+}
+
+impl Severity {
+    /// The lower-case name reports print (as serialised).
+    pub fn name(self) -> &'static str {
+        match self {
+            Severity::Info => "info",
+            Severity::Warning => "warning",
+            Severity::Error => "error",
+        }
+    }
 }
 
 /// Something a layer silently does to an accepted (or not yet rejected) call.
@@ -134,17 +146,6 @@ impl Verdict {
             Outcome::Rejected(_) => None,
         }
     }
-}
-
-/// Which layout the stack returns `softmax_lse` in.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum LseLayout {
-    /// `(batch, heads, seqlen_q)`.
-    BatchHeadSeq,
-    /// `(heads, total_q)` with `cu_seqlens_q`.
-    HeadTotal,
-    /// `(batch, seqlen_q, heads)`: mate's MLA branch with 4-D q.
-    BatchSeqHead,
 }
 
 /// Everything later stages need about an accepted call, as the stack resolved it.

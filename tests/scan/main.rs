@@ -4,21 +4,16 @@
 //! `tests/scan/fixtures/imports/` exercises every import form, with the expected stacks of each call
 //! written as a trailing comment on its line. Snapshots live in `snapshots/scan/`.
 
+#[path = "../support/mod.rs"]
+mod support;
+
 use fa3conform::scan::cli::ScanFormat;
-use fa3conform::scan::{Rule, ScanArgs, ScanExit, Stack, run_scan, scan_paths};
+use fa3conform::scan::{EntryPoint, Rule, ScanArgs, ScanExit, run_scan, scan_paths};
 use serde_json::Value;
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
 const FIXTURES: &str = "tests/scan/fixtures";
-
-fn insta_settings() -> insta::Settings {
-    let mut settings = insta::Settings::clone_current();
-    settings.set_snapshot_path(concat!(env!("CARGO_MANIFEST_DIR"), "/snapshots/scan"));
-    settings.set_prepend_module_to_snapshot(false);
-    settings.set_omit_expression(true);
-    settings
-}
 
 fn args(paths: &[PathBuf], format: ScanFormat) -> ScanArgs {
     ScanArgs {
@@ -96,7 +91,7 @@ fn every_rule_has_a_fixture_with_exactly_its_findings_and_snapshots() {
         assert_eq!(code_counts(&paths), expected_codes(rule), "{rule}");
         let (_, human) = run(&args(&paths, ScanFormat::Human));
         let (_, json) = run(&args(&paths, ScanFormat::Json));
-        insta_settings().bind(|| {
+        support::snapshot_settings("scan").bind(|| {
             insta::assert_snapshot!(format!("{}__human", rule.code()), human);
             insta::assert_snapshot!(format!("{}__json", rule.code()), json);
         });
@@ -132,7 +127,7 @@ fn positional_arguments_bind_by_the_musa_signature() {
         [("FA3M001", 1), ("FA3M004", 8), ("FA3M018", 1)]
     );
     let (_, human) = run(&args(&paths, ScanFormat::Human));
-    insta_settings().bind(|| insta::assert_snapshot!("positional__human", human));
+    support::snapshot_settings("scan").bind(|| insta::assert_snapshot!("positional__human", human));
 }
 
 /// `(file name, line)` → the stacks written in the trailing `# ...` comment of that line.
@@ -156,7 +151,7 @@ fn annotated_calls(dir: &Path) -> BTreeMap<(String, usize), Vec<String>> {
                 .collect();
             if stacks
                 .iter()
-                .all(|s| Stack::ALL.iter().any(|k| k.name() == s))
+                .all(|s| EntryPoint::ALL.iter().any(|k| k.name() == s))
             {
                 expected.insert((entry.display().to_string(), i + 1), stacks);
             }
@@ -201,7 +196,7 @@ fn import_forms_resolve_to_the_stack_they_were_written_for() {
     with_specs.emit_specs = Some(specs.path().to_path_buf());
     run(&with_specs);
     let text = std::fs::read_to_string(specs.path()).unwrap();
-    insta_settings().bind(|| insta::assert_snapshot!("imports__specs", text));
+    support::snapshot_settings("scan").bind(|| insta::assert_snapshot!("imports__specs", text));
 }
 
 #[test]
@@ -353,7 +348,7 @@ fn sarif_is_structurally_valid_for_every_fixture() {
         );
     }
     let (_, one) = run(&args(&[rule_fixture(Rule::VerNotThree)], ScanFormat::Sarif));
-    insta_settings().bind(|| insta::assert_snapshot!("FA3M001__sarif", one));
+    support::snapshot_settings("scan").bind(|| insta::assert_snapshot!("FA3M001__sarif", one));
 }
 
 #[test]

@@ -2,7 +2,7 @@
 //! print them, then a summary.
 
 use super::Summary;
-use crate::scan::{Diagnostic, Stack};
+use crate::scan::{Diagnostic, EntryPoint};
 use std::io::{self, Write};
 
 pub fn render(
@@ -53,7 +53,7 @@ fn render_one(d: &Diagnostic, out: &mut dyn Write) -> io::Result<()> {
         writeln!(out, "{pad} |")?;
     }
     if !d.stacks.is_empty() {
-        let names: Vec<&str> = d.stacks.iter().map(|s: &Stack| s.name()).collect();
+        let names: Vec<&str> = d.stacks.iter().map(|s: &EntryPoint| s.name()).collect();
         writeln!(
             out,
             "{pad} = note: call written against {}",

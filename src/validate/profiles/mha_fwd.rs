@@ -10,13 +10,13 @@
 //! Site ids follow that section's numbering (`fa3.B-17a` is the first shape check of B.17).
 
 use super::cuda_state::{Arg, CudaState, Flavour, MhaResolution, MhaSizes, SequsedK};
-use crate::call::{Device, Dtype, PyValue, TensorArg};
+use crate::call::{Device, Dtype, LseLayout, PyValue, TensorArg};
 use crate::hopper::{
     Fa3Layout, MODELLED_ARCH, NUM_SM, ceil_div, num_splits_heuristic, round_up_headdim,
     round_up_headdimv, should_pack_gqa, tile_size_fwd_sm90,
 };
 use crate::validate::engine::{Check, Fail, HazardLog, Layer};
-use crate::validate::{LseLayout, Rejection, Resolved};
+use crate::validate::{Rejection, Resolved};
 
 /// `get_max_headdim()` with every head dimension compiled.
 const MAX_HEADDIM: i64 = 256;

@@ -11,14 +11,12 @@
 use super::musa_sglang::WindowBound;
 use super::{musa_mate, musa_sglang};
 use crate::call::{
-    BoundArgs, Device, Dtype, KvCacheCall, PyValue, SglangBackend, TensorArg, signature,
+    BoundArgs, Device, Dtype, KvCacheCall, LseLayout, PyValue, SglangBackend, TensorArg, signature,
 };
 use crate::mate::KernelConfig;
 use crate::mate::python::{PyNum, PythonMask};
 use crate::validate::engine::{Fail, HazardLog, Layer, reject, run_layers, sites_of};
-use crate::validate::{
-    Exception, Hazard, LseLayout, Outcome, Profile, Rejection, Resolved, Verdict,
-};
+use crate::validate::{Exception, Hazard, Outcome, Profile, Rejection, Resolved, Verdict};
 use std::sync::OnceLock;
 
 /// What the wrapper's metadata injection decided (musa-fa3.md §4).

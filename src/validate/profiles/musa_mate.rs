@@ -7,11 +7,11 @@ use super::musa::{FwdDims, Injection, MusaState, fail_if, int32_vector, is_musa}
 use super::musa_sglang::{
     MaskOperandError, WindowBound, ambiguous_values, mask_operands, tensor_bound, window_pair,
 };
-use crate::call::{Dtype, PyValue, TensorArg};
+use crate::call::{Dtype, LseLayout, PyValue, TensorArg};
 use crate::mate;
 use crate::mate::python::{self, NumKind, PyNum};
 use crate::validate::engine::{Check, Fail, HazardLog, Layer};
-use crate::validate::{LseLayout, Resolved, py};
+use crate::validate::{Resolved, py};
 
 pub static MHA_INTERFACE: Layer<MusaState> = Layer {
     name: "mha_interface",

@@ -13,9 +13,11 @@ use super::cuda_op::{
 };
 use super::cuda_state::{Arg, CudaState, Flavour, python_shape, python_stride_last, python_tensor};
 use super::mha_fwd::{LAUNCH, MHA_FWD, SINKS, op_int, render, resolved};
-use crate::call::{Device, Dtype, KvCacheCall, PyValue, TensorArg, python_int_from_str, signature};
+use crate::call::{
+    Device, Dtype, KvCacheCall, LseLayout, PyValue, TensorArg, python_int_from_str, signature,
+};
 use crate::validate::engine::{Check, Fail, HazardLog, Layer, run_layers};
-use crate::validate::{LseLayout, Outcome, Profile, Resolved, Verdict};
+use crate::validate::{Outcome, Profile, Resolved, Verdict};
 use std::sync::OnceLock;
 
 fn ensure(ok: bool, site: &'static str) -> Result<(), Fail> {
