@@ -10,21 +10,6 @@
 //! ([`stable_location`]); `<FILE>` is rendered as [`crate::validate::profiles::mha_fwd::STABLE_FILE`].
 
 use super::{HazardDef, Site};
-use crate::validate::{Exception, Severity};
-
-macro_rules! site {
-    ($id:literal, $layer:expr, $exception:ident, $template:expr, $citation:expr, $condition:expr, $explain:expr) => {
-        Site {
-            id: $id,
-            layer: $layer,
-            exception: Exception::$exception,
-            template: $template,
-            citation: $citation,
-            condition: $condition,
-            explain: $explain,
-        }
-    };
-}
 
 /// Where the stable front end raises a site: `__func__` and `__LINE__` of `flash_api_stable.cpp`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -987,18 +972,6 @@ mha_sites! {
         "v_descale must have shape (batch_size, num_heads_k)",
         "fp8 q and v_descale is not (batch_size, num_heads_k).",
         "Expand a per-tensor scale to (batch, heads_k).";
-}
-
-macro_rules! hazard {
-    ($code:literal, $severity:ident, $template:literal, $citation:expr, $explain:literal) => {
-        HazardDef {
-            code: $code,
-            severity: Severity::$severity,
-            template: $template,
-            citation: $citation,
-            explain: $explain,
-        }
-    };
 }
 
 static HAZARDS: &[HazardDef] = &[

@@ -3,11 +3,40 @@
 //! Ids are stable and never reused. Every site cites `repo@commit path:line` and carries the
 //! explanation `fa3conform explain` prints. Templates use `{}` for values filled in order.
 
+use super::{Exception, Severity};
+
+/// A [`Site`]: id, layer, exception class (an [`Exception`] variant), message template, citation,
+/// condition, explanation.
+macro_rules! site {
+    ($id:literal, $layer:expr, $exception:ident, $template:expr, $citation:expr, $condition:expr, $explain:expr $(,)?) => {
+        $crate::validate::registry::Site {
+            id: $id,
+            layer: $layer,
+            exception: $crate::validate::Exception::$exception,
+            template: $template,
+            citation: $citation,
+            condition: $condition,
+            explain: $explain,
+        }
+    };
+}
+
+/// A [`HazardDef`]: code, severity (a [`Severity`] variant), message template, citation, explanation.
+macro_rules! hazard {
+    ($code:literal, $severity:ident, $template:literal, $citation:expr, $explain:literal $(,)?) => {
+        $crate::validate::registry::HazardDef {
+            code: $code,
+            severity: $crate::validate::Severity::$severity,
+            template: $template,
+            citation: $citation,
+            explain: $explain,
+        }
+    };
+}
+
 pub mod cuda;
 mod musa;
 mod scheduler;
-
-use super::{Exception, Severity};
 
 /// One place in one stack that raises an exception.
 #[derive(Debug)]

@@ -5,7 +5,6 @@
 //! catches the same defect); they are listed so that `explain` knows them.
 
 use super::{HazardDef, Site};
-use crate::validate::{Exception, Severity};
 
 macro_rules! sgl {
     ($lines:literal) => {
@@ -33,20 +32,6 @@ macro_rules! fwd {
 macro_rules! meta {
     ($lines:literal) => {
         mate!("mate/jit/attention/fmha/fmha_get_metadata.py", $lines)
-    };
-}
-
-macro_rules! site {
-    ($id:literal, $layer:expr, $exc:ident, $template:expr, $citation:expr, $condition:literal, $explain:literal $(,)?) => {
-        Site {
-            id: $id,
-            layer: $layer,
-            exception: Exception::$exc,
-            template: $template,
-            citation: $citation,
-            condition: $condition,
-            explain: $explain,
-        }
     };
 }
 
@@ -1358,18 +1343,6 @@ pub static SITES: &[Site] = &[
         "Appended k/v are already written into the cache when this fires. Fix: num_splits <= 128 (0 = heuristic)."
     ),
 ];
-
-macro_rules! hazard {
-    ($code:literal, $sev:ident, $template:literal, $citation:expr, $explain:literal $(,)?) => {
-        HazardDef {
-            code: $code,
-            severity: Severity::$sev,
-            template: $template,
-            citation: $citation,
-            explain: $explain,
-        }
-    };
-}
 
 /// Porter hazards of musa-fa3.md §8 (numbers in the explanations).
 pub static HAZARDS: &[HazardDef] = &[

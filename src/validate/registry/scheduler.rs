@@ -3,23 +3,10 @@
 //! code names the metadata field (or argument) at fault; the message names the consequence.
 
 use super::HazardDef;
-use crate::validate::Severity;
 
 macro_rules! mate_src {
     ($path:literal, $lines:literal) => {
         concat!("MooreThreads/mate@3f58cc3e ", $path, ":", $lines)
-    };
-}
-
-macro_rules! hazard {
-    ($code:literal, $severity:ident, $template:literal, $citation:expr, $explain:literal $(,)?) => {
-        HazardDef {
-            code: $code,
-            severity: Severity::$severity,
-            template: $template,
-            citation: $citation,
-            explain: $explain,
-        }
     };
 }
 
