@@ -99,179 +99,371 @@ pub fn random_call<R: Rng + ?Sized>(rng: &mut R, options: &Options) -> KvCacheCa
         seed: rng.r#gen(),
         ..KvCacheCall::default()
     };
-    let fp8 = options.fp8 && stack != Stack::Musa && rng.gen_bool(0.2);
-    let dtype = if fp8 {
-        Dtype::Float8E4m3fn
-    } else if rng.gen_bool(0.5) {
-        Dtype::Bfloat16
-    } else {
-        Dtype::Float16
-    };
-    let qv = stack != Stack::Musa && !fp8 && rng.gen_bool(0.1);
-    let (d, dv) = if qv {
-        (*[32, 64].choose(rng).expect("non-empty"), 256)
-    } else {
-        head_dims(rng, stack, fp8)
-    };
-    let b = rng.gen_range(1..=options.max_batch);
-    let hk = rng.gen_range(1..=options.max_heads_k);
-    let h = hk * rng.gen_range(1..=options.max_group);
+    // Every draw happens in this order, so a seed (or a fuzz input) keeps meaning the same call.
+    let sizes = Sizes::draw(rng, options);
+    let queries = Queries::draw(rng, sizes.b, options.max_seqlen_q);
+    let cache = Cache::draw(rng, sizes.b, options.max_seqlen_k);
+    let append = Append::draw(rng, sizes.b, queries.seqlen, cache.capacity);
+    let lengths = Lengths::draw(rng, stack, &queries, &cache, &append);
 
-    // Queries: fixed length or packed with cu_seqlens_q; every batch has at least one row.
-    let varlen_q = rng.gen_bool(0.3);
-    let q_lens: Vec<usize> = if varlen_q {
-        (0..b)
-            .map(|_| rng.gen_range(1..=options.max_seqlen_q))
-            .collect()
-    } else {
-        vec![rng.gen_range(1..=options.max_seqlen_q); b]
-    };
-    let seqlen_q = q_lens.iter().copied().max().unwrap_or(1);
-    let total_q: usize = q_lens.iter().sum();
-
-    // Cache: contiguous rows or pages of any size (1, non-powers of two).
-    let paged = rng.gen_bool(0.4);
-    let batch_idx = rng.gen_bool(0.25);
-    let kv_rows = if batch_idx {
-        b + rng.gen_range(0..=2)
-    } else {
-        b
-    };
-    let (capacity, page_size, pages_per_seq) = if paged {
-        let page = *[1, 2, 3, 5, 8, 16].choose(rng).expect("non-empty");
-        let per = rng.gen_range(1..=(options.max_seqlen_k / page).max(1));
-        (page * per, page, per)
-    } else {
-        (rng.gen_range(1..=options.max_seqlen_k), 1, 0)
-    };
-    // Append needs the queries to fit in the cache (cuda-fa3.md B.27c).
-    let new_kv = seqlen_q <= capacity && rng.gen_bool(0.4);
-    let new_lens: Vec<usize> = if new_kv {
-        if rng.gen_bool(0.3) {
-            (0..b)
-                .map(|_| rng.gen_range(0..=capacity.min(seqlen_q + 2)))
-                .collect()
-        } else {
-            vec![rng.gen_range(1..=capacity.min(seqlen_q + 2)); b]
-        }
-    } else {
-        vec![0; b]
-    };
-    let varlen_new = new_kv && (new_lens.windows(2).any(|w| w[0] != w[1]) || rng.gen_bool(0.2));
-
-    // Lengths: cache_seqlens (tensor or int), leftpad. Appends need cache_seqlens.
-    let use_seqlens = new_kv || rng.gen_bool(0.7);
-    let seqused: Vec<usize> = (0..b)
-        .map(|i| rng.gen_range(0..=capacity - new_lens[i]))
-        .collect();
-    let int_expansion_ok = match stack {
-        Stack::Fa3 => !varlen_q,
-        Stack::Musa | Stack::SglKernel => !paged && kv_rows == b,
-    };
-    let int_seqlens = use_seqlens && int_expansion_ok && rng.gen_bool(0.15);
-    let seqused = if int_seqlens {
-        let common = *seqused.iter().min().expect("b ≥ 1");
-        vec![common; b]
-    } else {
-        seqused
-    };
-    let leftpad: Option<Vec<usize>> = (use_seqlens && rng.gen_bool(0.25))
-        .then(|| seqused.iter().map(|&s| rng.gen_range(0..=s)).collect());
-
-    let q_shape: Vec<usize> = if varlen_q {
-        vec![total_q, h, d]
-    } else {
-        vec![b, seqlen_q, h, d]
-    };
-    call.set("q", PyValue::tensor(dtype, &q_shape));
-    if paged {
-        // Distinct pages in random order, with a few spare pages nobody uses.
-        let num_pages = kv_rows * pages_per_seq + rng.gen_range(0..=3);
-        let mut pages: Vec<i64> = (0..num_pages as i64).collect();
-        pages.shuffle(rng);
-        pages.truncate(kv_rows * pages_per_seq);
-        call.set(
-            "k_cache",
-            PyValue::tensor(dtype, &[num_pages, page_size, hk, d]),
-        )
-        .set(
-            "v_cache",
-            PyValue::tensor(dtype, &[num_pages, page_size, hk, dv]),
-        )
-        .set("page_table", int32(&[kv_rows, pages_per_seq], pages));
-    } else {
-        call.set(
-            "k_cache",
-            PyValue::tensor(dtype, &[kv_rows, capacity, hk, d]),
-        )
-        .set(
-            "v_cache",
-            PyValue::tensor(dtype, &[kv_rows, capacity, hk, dv]),
-        );
-    }
-    if new_kv {
-        let total_new: usize = new_lens.iter().sum();
-        if varlen_new {
-            call.set("k", PyValue::tensor(dtype, &[total_new, hk, d]))
-                .set("v", PyValue::tensor(dtype, &[total_new, hk, dv]))
-                .set("cu_seqlens_k_new", int32(&[b + 1], offsets(&new_lens)));
-        } else {
-            call.set("k", PyValue::tensor(dtype, &[b, new_lens[0], hk, d]))
-                .set("v", PyValue::tensor(dtype, &[b, new_lens[0], hk, dv]));
-        }
-    }
-    if qv {
+    let q_shape = queries.shape(&sizes);
+    call.set("q", PyValue::tensor(sizes.dtype, &q_shape));
+    cache.set_tensors(rng, &mut call, &sizes);
+    append.set_tensors(&mut call, &sizes);
+    if sizes.qv {
         let shape: Vec<usize> = q_shape[..q_shape.len() - 1]
             .iter()
             .copied()
-            .chain([dv])
+            .chain([sizes.dv])
             .collect();
-        call.set("qv", PyValue::tensor(dtype, &shape));
+        call.set("qv", PyValue::tensor(sizes.dtype, &shape));
     }
-    if new_kv && d >= 16 && rng.gen_bool(0.5) {
-        let rotary_dim = 16 * rng.gen_range(1..=d / 16);
-        // Rows for every new token and advancing query row from any start ≤ capacity.
-        let longest = seqlen_q.max(new_lens.iter().copied().max().unwrap_or(0));
-        let seqlen_ro = capacity + longest + rng.gen_range(0..=2);
-        call.set(
-            "rotary_cos",
-            PyValue::tensor(dtype, &[seqlen_ro, rotary_dim / 2]),
-        )
-        .set(
-            "rotary_sin",
-            PyValue::tensor(dtype, &[seqlen_ro, rotary_dim / 2]),
-        )
-        .set("rotary_interleaved", PyValue::Bool(rng.gen_bool(0.5)));
-        if rng.gen_bool(0.3) {
-            let starts = (0..b).map(|_| rng.gen_range(0..=capacity) as i64).collect();
-            call.set("rotary_seqlens", int32(&[b], starts));
+    set_rotary(rng, &mut call, &sizes, &queries, &cache, &append);
+    lengths.set_tensors(&mut call);
+    cache.set_batch_idx(rng, &mut call, sizes.b);
+    queries.set_varlen(&mut call);
+    set_mask(rng, &mut call, cache.capacity);
+    set_score_options(rng, &mut call, stack, &sizes);
+    set_scheduling(rng, &mut call);
+    call.set("return_softmax_lse", PyValue::Bool(true));
+    call
+}
+
+/// Element type, head dims, batch and head counts.
+struct Sizes {
+    dtype: Dtype,
+    fp8: bool,
+    /// `qv` is passed (FA3 and sgl-kernel: d ≤ 64, dv = 256).
+    qv: bool,
+    d: usize,
+    dv: usize,
+    b: usize,
+    hk: usize,
+    h: usize,
+}
+
+impl Sizes {
+    fn draw<R: Rng + ?Sized>(rng: &mut R, options: &Options) -> Sizes {
+        let stack = options.stack;
+        let fp8 = options.fp8 && stack != Stack::Musa && rng.gen_bool(0.2);
+        let dtype = if fp8 {
+            Dtype::Float8E4m3fn
+        } else if rng.gen_bool(0.5) {
+            Dtype::Bfloat16
+        } else {
+            Dtype::Float16
+        };
+        let qv = stack != Stack::Musa && !fp8 && rng.gen_bool(0.1);
+        let (d, dv) = if qv {
+            (*[32, 64].choose(rng).expect("non-empty"), 256)
+        } else {
+            head_dims(rng, stack, fp8)
+        };
+        let b = rng.gen_range(1..=options.max_batch);
+        let hk = rng.gen_range(1..=options.max_heads_k);
+        let h = hk * rng.gen_range(1..=options.max_group);
+        Sizes {
+            dtype,
+            fp8,
+            qv,
+            d,
+            dv,
+            b,
+            hk,
+            h,
         }
     }
-    if use_seqlens {
-        let value = if int_seqlens {
-            PyValue::Int(seqused[0] as i64)
+}
+
+/// Query rows per batch: one fixed length, or packed with `cu_seqlens_q`; every batch has at least
+/// one row.
+struct Queries {
+    varlen: bool,
+    lens: Vec<usize>,
+    /// The longest (`max_seqlen_q`).
+    seqlen: usize,
+    total: usize,
+}
+
+impl Queries {
+    fn draw<R: Rng + ?Sized>(rng: &mut R, b: usize, max_seqlen_q: usize) -> Queries {
+        let varlen = rng.gen_bool(0.3);
+        let lens: Vec<usize> = if varlen {
+            (0..b).map(|_| rng.gen_range(1..=max_seqlen_q)).collect()
         } else {
-            int32(&[b], seqused.iter().map(|&s| s as i64).collect())
+            vec![rng.gen_range(1..=max_seqlen_q); b]
         };
-        call.set("cache_seqlens", value);
+        Queries {
+            varlen,
+            seqlen: lens.iter().copied().max().unwrap_or(1),
+            total: lens.iter().sum(),
+            lens,
+        }
     }
-    if let Some(leftpad) = leftpad {
-        call.set(
-            "cache_leftpad",
-            int32(&[b], leftpad.iter().map(|&l| l as i64).collect()),
-        );
+
+    /// `q`'s shape: `(total_q, h, d)` packed, else `(b, seqlen_q, h, d)`.
+    fn shape(&self, sizes: &Sizes) -> Vec<usize> {
+        if self.varlen {
+            vec![self.total, sizes.h, sizes.d]
+        } else {
+            vec![sizes.b, self.seqlen, sizes.h, sizes.d]
+        }
     }
-    if batch_idx {
-        let mut rows: Vec<i64> = (0..kv_rows as i64).collect();
-        rows.shuffle(rng);
-        rows.truncate(b);
-        call.set("cache_batch_idx", int32(&[b], rows));
+
+    fn set_varlen(&self, call: &mut KvCacheCall) {
+        if self.varlen {
+            call.set(
+                "cu_seqlens_q",
+                int32(&[self.lens.len() + 1], offsets(&self.lens)),
+            )
+            .set("max_seqlen_q", PyValue::Int(self.seqlen as i64));
+        }
     }
-    if varlen_q {
-        call.set("cu_seqlens_q", int32(&[b + 1], offsets(&q_lens)))
-            .set("max_seqlen_q", PyValue::Int(seqlen_q as i64));
+}
+
+/// The KV cache: contiguous rows or pages of any size (1, non-powers of two), possibly with more
+/// rows than batches, addressed through `cache_batch_idx`.
+struct Cache {
+    paged: bool,
+    batch_idx: bool,
+    /// Rows of the cache (sequences it holds).
+    kv_rows: usize,
+    /// Keys per sequence.
+    capacity: usize,
+    page_size: usize,
+    pages_per_seq: usize,
+}
+
+impl Cache {
+    fn draw<R: Rng + ?Sized>(rng: &mut R, b: usize, max_seqlen_k: usize) -> Cache {
+        let paged = rng.gen_bool(0.4);
+        let batch_idx = rng.gen_bool(0.25);
+        let kv_rows = if batch_idx {
+            b + rng.gen_range(0..=2)
+        } else {
+            b
+        };
+        let (capacity, page_size, pages_per_seq) = if paged {
+            let page = *[1, 2, 3, 5, 8, 16].choose(rng).expect("non-empty");
+            let per = rng.gen_range(1..=(max_seqlen_k / page).max(1));
+            (page * per, page, per)
+        } else {
+            (rng.gen_range(1..=max_seqlen_k), 1, 0)
+        };
+        Cache {
+            paged,
+            batch_idx,
+            kv_rows,
+            capacity,
+            page_size,
+            pages_per_seq,
+        }
     }
-    set_mask(rng, &mut call, capacity);
+
+    /// `k_cache`, `v_cache` and, paged, a `page_table` of distinct pages in random order with a few
+    /// spare pages nobody uses.
+    fn set_tensors<R: Rng + ?Sized>(&self, rng: &mut R, call: &mut KvCacheCall, sizes: &Sizes) {
+        let (dtype, hk, d, dv) = (sizes.dtype, sizes.hk, sizes.d, sizes.dv);
+        if self.paged {
+            let used = self.kv_rows * self.pages_per_seq;
+            let num_pages = used + rng.gen_range(0..=3);
+            let mut pages: Vec<i64> = (0..num_pages as i64).collect();
+            pages.shuffle(rng);
+            pages.truncate(used);
+            call.set(
+                "k_cache",
+                PyValue::tensor(dtype, &[num_pages, self.page_size, hk, d]),
+            )
+            .set(
+                "v_cache",
+                PyValue::tensor(dtype, &[num_pages, self.page_size, hk, dv]),
+            )
+            .set(
+                "page_table",
+                int32(&[self.kv_rows, self.pages_per_seq], pages),
+            );
+        } else {
+            call.set(
+                "k_cache",
+                PyValue::tensor(dtype, &[self.kv_rows, self.capacity, hk, d]),
+            )
+            .set(
+                "v_cache",
+                PyValue::tensor(dtype, &[self.kv_rows, self.capacity, hk, dv]),
+            );
+        }
+    }
+
+    /// `cache_batch_idx`: distinct rows in random order.
+    fn set_batch_idx<R: Rng + ?Sized>(&self, rng: &mut R, call: &mut KvCacheCall, b: usize) {
+        if self.batch_idx {
+            let mut rows: Vec<i64> = (0..self.kv_rows as i64).collect();
+            rows.shuffle(rng);
+            rows.truncate(b);
+            call.set("cache_batch_idx", int32(&[b], rows));
+        }
+    }
+}
+
+/// The keys and values the call appends (`k`, `v`), when it `appends`.
+struct Append {
+    appends: bool,
+    /// New keys per batch (zeros without an append).
+    lens: Vec<usize>,
+    /// Packed with `cu_seqlens_k_new`.
+    varlen: bool,
+}
+
+impl Append {
+    fn draw<R: Rng + ?Sized>(rng: &mut R, b: usize, seqlen_q: usize, capacity: usize) -> Append {
+        // Append needs the queries to fit in the cache (cuda-fa3.md B.27c).
+        let appends = seqlen_q <= capacity && rng.gen_bool(0.4);
+        let lens: Vec<usize> = if appends {
+            if rng.gen_bool(0.3) {
+                (0..b)
+                    .map(|_| rng.gen_range(0..=capacity.min(seqlen_q + 2)))
+                    .collect()
+            } else {
+                vec![rng.gen_range(1..=capacity.min(seqlen_q + 2)); b]
+            }
+        } else {
+            vec![0; b]
+        };
+        let varlen = appends && (lens.windows(2).any(|w| w[0] != w[1]) || rng.gen_bool(0.2));
+        Append {
+            appends,
+            lens,
+            varlen,
+        }
+    }
+
+    fn set_tensors(&self, call: &mut KvCacheCall, sizes: &Sizes) {
+        if !self.appends {
+            return;
+        }
+        let (dtype, b, hk, d, dv) = (sizes.dtype, sizes.b, sizes.hk, sizes.d, sizes.dv);
+        if self.varlen {
+            let total: usize = self.lens.iter().sum();
+            call.set("k", PyValue::tensor(dtype, &[total, hk, d]))
+                .set("v", PyValue::tensor(dtype, &[total, hk, dv]))
+                .set("cu_seqlens_k_new", int32(&[b + 1], offsets(&self.lens)));
+        } else {
+            call.set("k", PyValue::tensor(dtype, &[b, self.lens[0], hk, d]))
+                .set("v", PyValue::tensor(dtype, &[b, self.lens[0], hk, dv]));
+        }
+    }
+}
+
+/// `cache_seqlens` (a tensor, or an int where the stack expands one) and `cache_leftpad`. Appends
+/// need `cache_seqlens`.
+struct Lengths {
+    /// Cached keys per batch; `None` when `cache_seqlens` is not passed.
+    seqused: Option<Vec<usize>>,
+    /// Passed as one int.
+    as_int: bool,
+    leftpad: Option<Vec<usize>>,
+}
+
+impl Lengths {
+    fn draw<R: Rng + ?Sized>(
+        rng: &mut R,
+        stack: Stack,
+        queries: &Queries,
+        cache: &Cache,
+        append: &Append,
+    ) -> Lengths {
+        let b = queries.lens.len();
+        let passed = append.appends || rng.gen_bool(0.7);
+        let seqused: Vec<usize> = (0..b)
+            .map(|i| rng.gen_range(0..=cache.capacity - append.lens[i]))
+            .collect();
+        let int_expansion_ok = match stack {
+            Stack::Fa3 => !queries.varlen,
+            Stack::Musa | Stack::SglKernel => !cache.paged && cache.kv_rows == b,
+        };
+        let as_int = passed && int_expansion_ok && rng.gen_bool(0.15);
+        let seqused = if as_int {
+            let common = *seqused.iter().min().expect("b ≥ 1");
+            vec![common; b]
+        } else {
+            seqused
+        };
+        let leftpad = (passed && rng.gen_bool(0.25))
+            .then(|| seqused.iter().map(|&s| rng.gen_range(0..=s)).collect());
+        Lengths {
+            seqused: passed.then_some(seqused),
+            as_int,
+            leftpad,
+        }
+    }
+
+    fn set_tensors(&self, call: &mut KvCacheCall) {
+        if let Some(seqused) = &self.seqused {
+            let value = if self.as_int {
+                PyValue::Int(seqused[0] as i64)
+            } else {
+                int32(
+                    &[seqused.len()],
+                    seqused.iter().map(|&s| s as i64).collect(),
+                )
+            };
+            call.set("cache_seqlens", value);
+        }
+        if let Some(leftpad) = &self.leftpad {
+            call.set(
+                "cache_leftpad",
+                int32(
+                    &[leftpad.len()],
+                    leftpad.iter().map(|&l| l as i64).collect(),
+                ),
+            );
+        }
+    }
+}
+
+/// Rotary embedding of the appended keys (and queries): rows for every new token and advancing
+/// query row from any start ≤ capacity, possibly with explicit `rotary_seqlens`.
+fn set_rotary<R: Rng + ?Sized>(
+    rng: &mut R,
+    call: &mut KvCacheCall,
+    sizes: &Sizes,
+    queries: &Queries,
+    cache: &Cache,
+    append: &Append,
+) {
+    let (dtype, b, d) = (sizes.dtype, sizes.b, sizes.d);
+    if !(append.appends && d >= 16 && rng.gen_bool(0.5)) {
+        return;
+    }
+    let rotary_dim = 16 * rng.gen_range(1..=d / 16);
+    let longest = queries
+        .seqlen
+        .max(append.lens.iter().copied().max().unwrap_or(0));
+    let seqlen_ro = cache.capacity + longest + rng.gen_range(0..=2);
+    call.set(
+        "rotary_cos",
+        PyValue::tensor(dtype, &[seqlen_ro, rotary_dim / 2]),
+    )
+    .set(
+        "rotary_sin",
+        PyValue::tensor(dtype, &[seqlen_ro, rotary_dim / 2]),
+    )
+    .set("rotary_interleaved", PyValue::Bool(rng.gen_bool(0.5)));
+    if rng.gen_bool(0.3) {
+        let starts = (0..b)
+            .map(|_| rng.gen_range(0..=cache.capacity) as i64)
+            .collect();
+        call.set("rotary_seqlens", int32(&[b], starts));
+    }
+}
+
+/// What changes the scores: softcap, sinks (not FA3), fp8 descales, softmax_scale.
+fn set_score_options<R: Rng + ?Sized>(
+    rng: &mut R,
+    call: &mut KvCacheCall,
+    stack: Stack,
+    sizes: &Sizes,
+) {
     if rng.gen_bool(0.25) {
         call.set(
             "softcap",
@@ -279,21 +471,18 @@ pub fn random_call<R: Rng + ?Sized>(rng: &mut R, options: &Options) -> KvCacheCa
         );
     }
     if stack != Stack::Fa3 && rng.gen_bool(0.25) {
-        call.set("sinks", PyValue::tensor(Dtype::Bfloat16, &[h]));
+        call.set("sinks", PyValue::tensor(Dtype::Bfloat16, &[sizes.h]));
     }
-    if fp8 {
+    if sizes.fp8 {
         for name in ["q_descale", "k_descale", "v_descale"] {
             if rng.gen_bool(0.7) {
-                call.set(name, PyValue::tensor(Dtype::Float32, &[b, hk]));
+                call.set(name, PyValue::tensor(Dtype::Float32, &[sizes.b, sizes.hk]));
             }
         }
     }
     if rng.gen_bool(0.2) {
         call.set("softmax_scale", PyValue::Float(rng.gen_range(0.05..0.5)));
     }
-    set_scheduling(rng, &mut call);
-    call.set("return_softmax_lse", PyValue::Bool(true));
-    call
 }
 
 /// causal, local windows (either side, possibly larger than the cache) and attention_chunk.
