@@ -3,7 +3,7 @@
 //! re-checked so that no input can make it read or write out of bounds.
 
 use super::{KernelError, KernelOptions, MetadataSource};
-use crate::call::{Dims, Dtype, KvCacheCall, PyValue};
+use crate::call::{BoundArgs, Dims, Dtype, KvCacheCall, PyValue};
 use crate::mate::{
     self, KernelConfig, MetadataArgs, ResolvedMask, SchedulerMetadata, SplitHeuristicArgs,
 };
@@ -156,358 +156,43 @@ pub(super) fn plan(
         "the multiprocessor count must be positive".into()
     })?;
     let args = call.bind_canonical().map_err(KernelError::Rejected)?;
-    let mate_only = options.stack == Stack::Musa;
     let dims = Dims::of(&args).map_err(|e| KernelError::Rejected(e.0))?;
-    let (b, h, hk, d, dv) = (
-        dims.batch_size,
-        dims.num_heads,
-        dims.num_heads_k,
-        dims.head_size,
-        dims.head_size_v,
-    );
-    ensure(hk > 0 && h % hk == 0, || {
-        "num_head must be divisible by num_head_kv".into()
-    })?;
-    ensure(
-        (1..=MAX_HEAD_DIM).contains(&d) && (1..=MAX_HEAD_DIM).contains(&dv),
-        || format!("head dims must be in 1..={MAX_HEAD_DIM}"),
-    )?;
-    let group = h / hk;
-
-    // Shapes of every tensor the kernel reads or writes.
-    let q_dtype = tensors
-        .get("q")
-        .map(|t| t.dtype)
-        .ok_or_else(|| KernelError::Rejected("q is not materialised".into()))?;
-    for name in [
-        "q",
-        "k_cache",
-        "v_cache",
-        "k",
-        "v",
-        "qv",
-        "rotary_cos",
-        "rotary_sin",
-    ] {
-        if let Some(t) = tensors.get(name) {
-            ensure(
-                matches!(
-                    t.dtype,
-                    Dtype::Float16 | Dtype::Bfloat16 | Dtype::Float8E4m3fn | Dtype::Float32
-                ),
-                || {
-                    format!(
-                        "{name} has dtype {}, which the kernel does not take",
-                        t.dtype
-                    )
-                },
-            )?;
-        }
-    }
-    let q_rows = if dims.varlen_q {
-        vec![dims.total_q, h, d]
-    } else {
-        vec![b, dims.seqlen_q, h, d]
+    let planner = Planner {
+        args: &args,
+        tensors,
+        dims: &dims,
+        options,
+        mate_only: options.stack == Stack::Musa,
     };
-    shape_is(tensors, "q", &q_rows)?;
-    let cache_rows = if dims.paged {
-        dims.page_size
-    } else {
-        dims.seqlen_k
-    };
-    shape_is(tensors, "k_cache", &[dims.cache_batch, cache_rows, hk, d])?;
-    shape_is(tensors, "v_cache", &[dims.cache_batch, cache_rows, hk, dv])?;
-    if tensors.contains_key("qv") {
-        let mut shape = q_rows.clone();
-        *shape.last_mut().expect("q has a head dim") = dv;
-        shape_is(tensors, "qv", &shape)?;
-    }
-    if dims.new_kv {
-        ensure(tensors.contains_key("v"), || "k given without v".into())?;
-        let rows = if dims.varlen_new {
-            vec![dims.total_new]
-        } else {
-            vec![b, dims.seqlen_new]
-        };
-        shape_is(tensors, "k", &[rows.clone(), vec![hk, d]].concat())?;
-        shape_is(tensors, "v", &[rows, vec![hk, dv]].concat())?;
-    }
-    for name in ["q_descale", "k_descale", "v_descale"] {
-        if tensors.contains_key(name) {
-            shape_is(tensors, name, &[b, hk])?;
-        }
-    }
-    if tensors.contains_key("sinks") {
-        shape_is(tensors, "sinks", &[h])?;
-    }
-
-    // Per-batch lengths and indices.
-    let cu_q = ints(tensors, "cu_seqlens_q");
-    if let Some(cu) = &cu_q {
-        check_cu_seqlens(cu, b, dims.total_q, "cu_seqlens_q")?;
-        ensure(
-            cu.windows(2)
-                .all(|w| (w[1] - w[0]) as usize <= dims.seqlen_q),
-            || "a cu_seqlens_q length exceeds max_seqlen_q".into(),
-        )?;
-    }
-    let cu_new = if dims.varlen_new {
-        let cu = ints(tensors, "cu_seqlens_k_new").unwrap_or_default();
-        check_cu_seqlens(&cu, b, dims.total_new, "cu_seqlens_k_new")?;
-        Some(cu)
-    } else {
-        None
-    };
-    let cache_seqlens: Option<Vec<i64>> = match args.get("cache_seqlens") {
-        PyValue::None => None,
-        PyValue::Tensor(_) => ints(tensors, "cache_seqlens"),
-        // mate: an int becomes k_cache.shape[0] copies (musa-fa3.md §2.3); FA3 and sgl-kernel:
-        // one per batch (cuda-fa3.md A.4).
-        v => {
-            let len = if mate_only { dims.cache_batch } else { b };
-            Some(vec![int_arg(v, "cache_seqlens", 0)?; len])
-        }
-    };
-    if let Some(lens) = &cache_seqlens {
-        ensure(lens.len() == b, || {
-            "seqused_k must have shape (batch_size,)".into()
-        })?;
-    }
-    let leftpad = ints(tensors, "cache_leftpad");
-    if let Some(pad) = &leftpad {
-        ensure(pad.len() == b, || {
-            "cache_leftpad must have shape (batch_size,)".into()
-        })?;
-    }
-    let kv_rows = if dims.paged {
-        tensors.get("page_table").map_or(0, |t| t.shape()[0])
-    } else {
-        dims.cache_batch
-    };
-    let batch_idx = ints(tensors, "cache_batch_idx");
-    if let Some(idx) = &batch_idx {
-        ensure(idx.len() == b, || {
-            "cache_batch_idx must have shape (batch_size,)".into()
-        })?;
-        ensure(
-            idx.iter().all(|&i| i >= 0 && (i as usize) < kv_rows),
-            || format!("cache_batch_idx values must lie in [0, {kv_rows})"),
-        )?;
-    } else {
-        ensure(b <= kv_rows, || {
-            format!("{b} batches but {kv_rows} cache rows")
-        })?;
-    }
-    if dims.paged {
-        let table = ints(tensors, "page_table").unwrap_or_default();
-        ensure(
-            table
-                .iter()
-                .all(|&p| p >= 0 && (p as usize) < dims.num_pages),
-            || format!("page_table entries must lie in [0, {})", dims.num_pages),
-        )?;
-        ensure(dims.page_size > 0, || "page size must be positive".into())?;
-    }
-    let new_len = |i: usize| -> i64 {
-        match &cu_new {
-            Some(cu) => cu[i + 1] - cu[i],
-            None if dims.new_kv => dims.seqlen_new as i64,
-            None => 0,
-        }
-    };
-    let capacity = dims.seqlen_k as i64;
-    for i in 0..b {
-        let used = cache_seqlens.as_ref().map_or(capacity, |l| l[i]);
-        let pad = leftpad.as_ref().map_or(0, |l| l[i]);
-        ensure(
-            0 <= pad && pad <= used && used + new_len(i) <= capacity,
-            || {
-                format!(
-                    "batch {i}: leftpad {pad}, cache_seqlens {used} and {} new keys do not fit the \
-                 cache capacity {capacity}",
-                    new_len(i)
-                )
-            },
-        )?;
-    }
-
-    // mate's resolution (§6.2, §6.1, §6.3/§6.4).
-    let causal = args.get("causal").truthy().unwrap_or(false);
-    let (window_left, window_right) = window(args.get("window_size"))?;
-    let fixed_length = !dims.varlen_q
-        && !dims.varlen_new
-        && cache_seqlens.is_none()
-        && leftpad.is_none()
-        && !dims.paged
-        && !dims.new_kv;
-    let chunk = mate::reset_attention_chunk(
-        int_arg(args.get("attention_chunk"), "attention_chunk", 0)?,
-        fixed_length,
-        dims.seqlen_q as i64,
-        capacity,
-    );
-    let mask = mate::resolve_mask(
-        dims.seqlen_q as i64,
-        capacity,
-        causal,
-        window_left,
-        window_right,
-        chunk,
-    );
+    // Each step checks what the next one indexes with, so they run in this order.
+    let group = planner.group()?;
+    let q_dtype = planner.check_tensors()?;
+    let lengths = planner.lengths()?;
+    planner.check_indices()?;
+    planner.check_fit(&lengths)?;
+    let mask = planner.mask(&lengths)?;
     let pack_gqa = match args.get("pack_gqa") {
         PyValue::None => None,
         v => v.truthy(),
     };
-    let config = match mate::kernel_config(d, dv, dims.seqlen_q as i64, group as i64, pack_gqa) {
-        Ok(config) => config,
-        Err(e) if mate_only => return fail(e.to_string()),
-        Err(_) => generic_config(d, dv, dims.seqlen_q, group, pack_gqa),
-    };
-    let qv_dim = tensors.get("qv").map_or(0, |_| dv);
-    let softmax_scale = match args.get("softmax_scale") {
-        PyValue::None => ((d + qv_dim) as f64).powf(-0.5),
-        v => v
-            .as_number()
-            .ok_or_else(|| KernelError::Rejected("softmax_scale must be a number".into()))?,
-    };
+    let config = planner.kernel_config(group, pack_gqa)?;
+    let softmax_scale = planner.softmax_scale()?;
     let softcap = Some(args.get("softcap").as_number().unwrap_or(0.0))
         .filter(|&s| options.stack.softcap_enabled(s))
         .unwrap_or(0.0);
-
-    // Rotary: rows read are r_b + t for new keys and r_b (+ i) for queries.
-    let rotary_dim = match tensors.get("rotary_cos") {
-        Some(cos) => {
-            ensure(dims.new_kv, || {
-                "If rotary cos/sin are provided, new key / value to be appended to KV cache must \
-                 also be provided"
-                    .into()
-            })?;
-            let rotary_dim = cos.shape().get(1).copied().unwrap_or(0) * 2;
-            ensure(rotary_dim <= d && cos.shape().len() == 2, || {
-                "rotary_dim must be <= headdim".into()
-            })?;
-            shape_is(tensors, "rotary_sin", cos.shape())?;
-            let seqlen_ro = cos.shape()[0] as i64;
-            let rotary_seqlens = ints(tensors, "rotary_seqlens");
-            for i in 0..b {
-                let start = match &rotary_seqlens {
-                    Some(r) if r.len() == b => r[i],
-                    Some(_) => return fail("rotary_seqlens must have shape (batch_size,)"),
-                    None => cache_seqlens.as_ref().map_or(capacity, |l| l[i]),
-                };
-                let q_len = cu_q
-                    .as_ref()
-                    .map_or(dims.seqlen_q as i64, |c| c[i + 1] - c[i]);
-                let q_span = if mask.is_causal || mask.is_local {
-                    q_len
-                } else {
-                    1
-                };
-                let last = start + new_len(i).max(q_span) - 1;
-                ensure(start >= 0 && last < seqlen_ro, || {
-                    format!("batch {i} reads cos/sin rows up to {last}, beyond {seqlen_ro}")
-                })?;
-            }
-            rotary_dim
-        }
-        None => 0,
-    };
-
-    // Metadata (§6.5: sinks disable it) and the split count S_F (§6.6, §6.9).
-    let has_sinks = tensors.contains_key("sinks");
-    let metadata = if has_sinks {
-        None
-    } else {
-        match options.metadata {
-            MetadataSource::None => None,
-            MetadataSource::FromCall => match tensors.get("scheduler_metadata") {
-                Some(t) => {
-                    let values: Vec<i32> = t.ints().into_iter().map(|x| x as i32).collect();
-                    Some(SchedulerMetadata::from_tensor(&values, b).ok_or_else(|| {
-                        KernelError::Rejected("metadata buffer is too small".into())
-                    })?)
-                }
-                None => None,
-            },
-            MetadataSource::Computed => match mate::scheduler_metadata(&MetadataArgs {
-                batch: b,
-                max_seqlen_q: dims.seqlen_q,
-                max_seqlen_k: dims.seqlen_k,
-                num_heads: h,
-                num_heads_k: hk,
-                head_dim: d,
-                head_dim_v: dv,
-                seqused_k: cache_seqlens.clone(),
-                cu_seqlens_q: cu_q.clone(),
-                cu_seqlens_k_new: cu_new.clone(),
-                leftpad_k: leftpad.clone(),
-                max_seqlen_k_new: dims.seqlen_new,
-                is_causal: causal,
-                window_left,
-                window_right,
-                attention_chunk: chunk,
-                num_splits: int_arg(args.get("num_splits"), "num_splits", 0)?,
-                pack_gqa,
-                mp: options.mp,
-                mp_margin: 0,
-                ..MetadataArgs::default()
-            }) {
-                Ok(metadata) => Some(metadata),
-                // Head dims only the generic configuration runs: no metadata, as without it.
-                Err(_) if !mate_only => None,
-                Err(e) => return fail(e.to_string()),
-            },
-        }
-    };
-    let num_splits = match &metadata {
-        None => 1,
-        Some(_) => {
-            let requested = int_arg(args.get("num_splits"), "num_splits", 0)?;
-            if requested > 0 {
-                requested as usize
-            } else {
-                let margin = int_arg(args.get("sm_margin"), "sm_margin", 0)?;
-                mate::num_splits_heuristic(&SplitHeuristicArgs {
-                    batch: b,
-                    num_heads: h,
-                    num_heads_k: hk,
-                    seqlen_q: dims.seqlen_q,
-                    seqlen_k: dims.seqlen_k,
-                    head_dim: d,
-                    head_dim_v: dv,
-                    num_mp: options.mp as i64 - margin,
-                    mask,
-                    tile_m: config.tile_m,
-                    tile_n: config.tile_n,
-                })
-            }
-        }
-    };
-    ensure(num_splits <= mate::MAX_SPLITS, || {
-        "num_split exceeds max supported splits 128".into()
-    })?;
-    if let Some(m) = &metadata {
-        // Entries the device would turn into races or out-of-bounds reads (§6.11 ii, iv).
-        let mut seen = vec![false; b];
-        for &batch in &m.batch_table {
-            ensure(
-                batch >= 0 && (batch as usize) < b && !seen[batch as usize],
-                || "batch_table is not a permutation of the batch indices".into(),
-            )?;
-            seen[batch as usize] = true;
-        }
-        ensure(
-            m.num_splits_dynamic
-                .iter()
-                .all(|&n| n as i64 <= num_splits as i64),
-            || format!("num_splits_dynamic exceeds the {num_splits} split slots"),
-        )?;
+    let rotary_dim = planner.rotary_dim(&lengths, &mask.resolved)?;
+    let metadata = planner.metadata(&lengths, &mask, pack_gqa)?;
+    let num_splits = planner.num_splits(metadata.is_some(), &mask.resolved, &config)?;
+    if let Some(metadata) = &metadata {
+        check_metadata(metadata, dims.batch_size, num_splits)?;
     }
 
-    let cache_seqlens = cache_seqlens.map(|l| l.into_iter().map(|x| x as i32).collect());
+    let cache_seqlens = lengths
+        .cache_seqlens
+        .map(|l| l.into_iter().map(|x| x as i32).collect());
     Ok(Plan {
         dims,
-        mask,
+        mask: mask.resolved,
         config,
         softmax_scale,
         softcap,
@@ -522,4 +207,466 @@ pub(super) fn plan(
             q_dtype
         },
     })
+}
+
+/// One call on its way to a [`Plan`].
+struct Planner<'a> {
+    args: &'a BoundArgs,
+    tensors: &'a Tensors,
+    dims: &'a Dims,
+    options: &'a KernelOptions,
+    /// mate's rules only (the MUSA stack): no fallback configuration for other head dims.
+    mate_only: bool,
+}
+
+/// The call's per-batch index vectors, each `None` when not given.
+struct Lengths {
+    cu_q: Option<Vec<i64>>,
+    cu_new: Option<Vec<i64>>,
+    /// `cache_seqlens`, an int expanded to one per batch.
+    cache_seqlens: Option<Vec<i64>>,
+    leftpad: Option<Vec<i64>>,
+}
+
+/// The mask arguments as the call passes them, and as mate resolves them.
+struct MaskArgs {
+    causal: bool,
+    window_left: Option<i64>,
+    window_right: Option<i64>,
+    /// The attention chunk after mate's reset (§6.2).
+    chunk: i64,
+    resolved: ResolvedMask,
+}
+
+impl Planner<'_> {
+    /// Query heads per KV head, after checking the head counts and dims.
+    fn group(&self) -> Result<usize, KernelError> {
+        let Dims {
+            num_heads: h,
+            num_heads_k: hk,
+            head_size: d,
+            head_size_v: dv,
+            ..
+        } = *self.dims;
+        ensure(hk > 0 && h % hk == 0, || {
+            "num_head must be divisible by num_head_kv".into()
+        })?;
+        ensure(
+            (1..=MAX_HEAD_DIM).contains(&d) && (1..=MAX_HEAD_DIM).contains(&dv),
+            || format!("head dims must be in 1..={MAX_HEAD_DIM}"),
+        )?;
+        Ok(h / hk)
+    }
+
+    /// Dtypes and shapes of every tensor the kernel reads or writes; `q`'s dtype.
+    fn check_tensors(&self) -> Result<Dtype, KernelError> {
+        let (tensors, dims) = (self.tensors, self.dims);
+        let (b, h, hk, d, dv) = (
+            dims.batch_size,
+            dims.num_heads,
+            dims.num_heads_k,
+            dims.head_size,
+            dims.head_size_v,
+        );
+        let q_dtype = tensors
+            .get("q")
+            .map(|t| t.dtype)
+            .ok_or_else(|| KernelError::Rejected("q is not materialised".into()))?;
+        for name in [
+            "q",
+            "k_cache",
+            "v_cache",
+            "k",
+            "v",
+            "qv",
+            "rotary_cos",
+            "rotary_sin",
+        ] {
+            if let Some(t) = tensors.get(name) {
+                ensure(
+                    matches!(
+                        t.dtype,
+                        Dtype::Float16 | Dtype::Bfloat16 | Dtype::Float8E4m3fn | Dtype::Float32
+                    ),
+                    || {
+                        format!(
+                            "{name} has dtype {}, which the kernel does not take",
+                            t.dtype
+                        )
+                    },
+                )?;
+            }
+        }
+        let q_rows = if dims.varlen_q {
+            vec![dims.total_q, h, d]
+        } else {
+            vec![b, dims.seqlen_q, h, d]
+        };
+        shape_is(tensors, "q", &q_rows)?;
+        let cache_rows = if dims.paged {
+            dims.page_size
+        } else {
+            dims.seqlen_k
+        };
+        shape_is(tensors, "k_cache", &[dims.cache_batch, cache_rows, hk, d])?;
+        shape_is(tensors, "v_cache", &[dims.cache_batch, cache_rows, hk, dv])?;
+        if tensors.contains_key("qv") {
+            let mut shape = q_rows.clone();
+            *shape.last_mut().expect("q has a head dim") = dv;
+            shape_is(tensors, "qv", &shape)?;
+        }
+        if dims.new_kv {
+            ensure(tensors.contains_key("v"), || "k given without v".into())?;
+            let rows = if dims.varlen_new {
+                vec![dims.total_new]
+            } else {
+                vec![b, dims.seqlen_new]
+            };
+            shape_is(tensors, "k", &[rows.clone(), vec![hk, d]].concat())?;
+            shape_is(tensors, "v", &[rows, vec![hk, dv]].concat())?;
+        }
+        for name in ["q_descale", "k_descale", "v_descale"] {
+            if tensors.contains_key(name) {
+                shape_is(tensors, name, &[b, hk])?;
+            }
+        }
+        if tensors.contains_key("sinks") {
+            shape_is(tensors, "sinks", &[h])?;
+        }
+        Ok(q_dtype)
+    }
+
+    /// The per-batch lengths, each checked against the batch.
+    fn lengths(&self) -> Result<Lengths, KernelError> {
+        let (tensors, dims) = (self.tensors, self.dims);
+        let b = dims.batch_size;
+        let cu_q = ints(tensors, "cu_seqlens_q");
+        if let Some(cu) = &cu_q {
+            check_cu_seqlens(cu, b, dims.total_q, "cu_seqlens_q")?;
+            ensure(
+                cu.windows(2)
+                    .all(|w| (w[1] - w[0]) as usize <= dims.seqlen_q),
+                || "a cu_seqlens_q length exceeds max_seqlen_q".into(),
+            )?;
+        }
+        let cu_new = if dims.varlen_new {
+            let cu = ints(tensors, "cu_seqlens_k_new").unwrap_or_default();
+            check_cu_seqlens(&cu, b, dims.total_new, "cu_seqlens_k_new")?;
+            Some(cu)
+        } else {
+            None
+        };
+        let cache_seqlens: Option<Vec<i64>> = match self.args.get("cache_seqlens") {
+            PyValue::None => None,
+            PyValue::Tensor(_) => ints(tensors, "cache_seqlens"),
+            // mate: an int becomes k_cache.shape[0] copies (musa-fa3.md §2.3); FA3 and sgl-kernel:
+            // one per batch (cuda-fa3.md A.4).
+            v => {
+                let len = if self.mate_only { dims.cache_batch } else { b };
+                Some(vec![int_arg(v, "cache_seqlens", 0)?; len])
+            }
+        };
+        if let Some(lens) = &cache_seqlens {
+            ensure(lens.len() == b, || {
+                "seqused_k must have shape (batch_size,)".into()
+            })?;
+        }
+        let leftpad = ints(tensors, "cache_leftpad");
+        if let Some(pad) = &leftpad {
+            ensure(pad.len() == b, || {
+                "cache_leftpad must have shape (batch_size,)".into()
+            })?;
+        }
+        Ok(Lengths {
+            cu_q,
+            cu_new,
+            cache_seqlens,
+            leftpad,
+        })
+    }
+
+    /// `cache_batch_idx` and the page table address rows and pages that exist.
+    fn check_indices(&self) -> Result<(), KernelError> {
+        let (tensors, dims) = (self.tensors, self.dims);
+        let b = dims.batch_size;
+        let kv_rows = if dims.paged {
+            tensors.get("page_table").map_or(0, |t| t.shape()[0])
+        } else {
+            dims.cache_batch
+        };
+        let batch_idx = ints(tensors, "cache_batch_idx");
+        if let Some(idx) = &batch_idx {
+            ensure(idx.len() == b, || {
+                "cache_batch_idx must have shape (batch_size,)".into()
+            })?;
+            ensure(
+                idx.iter().all(|&i| i >= 0 && (i as usize) < kv_rows),
+                || format!("cache_batch_idx values must lie in [0, {kv_rows})"),
+            )?;
+        } else {
+            ensure(b <= kv_rows, || {
+                format!("{b} batches but {kv_rows} cache rows")
+            })?;
+        }
+        if dims.paged {
+            let table = ints(tensors, "page_table").unwrap_or_default();
+            ensure(
+                table
+                    .iter()
+                    .all(|&p| p >= 0 && (p as usize) < dims.num_pages),
+                || format!("page_table entries must lie in [0, {})", dims.num_pages),
+            )?;
+            ensure(dims.page_size > 0, || "page size must be positive".into())?;
+        }
+        Ok(())
+    }
+
+    /// Keys batch `i` appends.
+    fn new_len(&self, lengths: &Lengths, i: usize) -> i64 {
+        match &lengths.cu_new {
+            Some(cu) => cu[i + 1] - cu[i],
+            None if self.dims.new_kv => self.dims.seqlen_new as i64,
+            None => 0,
+        }
+    }
+
+    /// Every batch's left padding, cached and appended keys fit the cache capacity.
+    fn check_fit(&self, lengths: &Lengths) -> Result<(), KernelError> {
+        let capacity = self.dims.seqlen_k as i64;
+        for i in 0..self.dims.batch_size {
+            let used = lengths.cache_seqlens.as_ref().map_or(capacity, |l| l[i]);
+            let pad = lengths.leftpad.as_ref().map_or(0, |l| l[i]);
+            let new = self.new_len(lengths, i);
+            ensure(0 <= pad && pad <= used && used + new <= capacity, || {
+                format!(
+                    "batch {i}: leftpad {pad}, cache_seqlens {used} and {new} new keys do not fit \
+                     the cache capacity {capacity}"
+                )
+            })?;
+        }
+        Ok(())
+    }
+
+    /// mate's resolution of the mask arguments (§6.2, §6.1).
+    fn mask(&self, lengths: &Lengths) -> Result<MaskArgs, KernelError> {
+        let (args, dims) = (self.args, self.dims);
+        let causal = args.get("causal").truthy().unwrap_or(false);
+        let (window_left, window_right) = window(args.get("window_size"))?;
+        let fixed_length = !dims.varlen_q
+            && !dims.varlen_new
+            && lengths.cache_seqlens.is_none()
+            && lengths.leftpad.is_none()
+            && !dims.paged
+            && !dims.new_kv;
+        let capacity = dims.seqlen_k as i64;
+        let chunk = mate::reset_attention_chunk(
+            int_arg(args.get("attention_chunk"), "attention_chunk", 0)?,
+            fixed_length,
+            dims.seqlen_q as i64,
+            capacity,
+        );
+        let resolved = mate::resolve_mask(
+            dims.seqlen_q as i64,
+            capacity,
+            causal,
+            window_left,
+            window_right,
+            chunk,
+        );
+        Ok(MaskArgs {
+            causal,
+            window_left,
+            window_right,
+            chunk,
+            resolved,
+        })
+    }
+
+    /// mate's kernel configuration (§6.3/§6.4); other stacks' head dims without a mate kernel get
+    /// the generic one.
+    fn kernel_config(
+        &self,
+        group: usize,
+        pack_gqa: Option<bool>,
+    ) -> Result<KernelConfig, KernelError> {
+        let dims = self.dims;
+        let (d, dv, seqlen_q) = (dims.head_size, dims.head_size_v, dims.seqlen_q);
+        match mate::kernel_config(d, dv, seqlen_q as i64, group as i64, pack_gqa) {
+            Ok(config) => Ok(config),
+            Err(e) if self.mate_only => fail(e.to_string()),
+            Err(_) => Ok(generic_config(d, dv, seqlen_q, group, pack_gqa)),
+        }
+    }
+
+    /// The given `softmax_scale`, else `1/sqrt(d + dv)` with `qv`, `1/sqrt(d)` without.
+    fn softmax_scale(&self) -> Result<f64, KernelError> {
+        let d = self.dims.head_size;
+        let qv_dim = self.tensors.get("qv").map_or(0, |_| self.dims.head_size_v);
+        match self.args.get("softmax_scale") {
+            PyValue::None => Ok(((d + qv_dim) as f64).powf(-0.5)),
+            v => v
+                .as_number()
+                .ok_or_else(|| KernelError::Rejected("softmax_scale must be a number".into())),
+        }
+    }
+
+    /// The rotary dim (0 without rotary), after checking that every row read exists: rows
+    /// `r_b + t` for new keys and `r_b (+ i)` for queries.
+    fn rotary_dim(&self, lengths: &Lengths, mask: &ResolvedMask) -> Result<usize, KernelError> {
+        let (tensors, dims) = (self.tensors, self.dims);
+        let Some(cos) = tensors.get("rotary_cos") else {
+            return Ok(0);
+        };
+        ensure(dims.new_kv, || {
+            "If rotary cos/sin are provided, new key / value to be appended to KV cache must \
+             also be provided"
+                .into()
+        })?;
+        let rotary_dim = cos.shape().get(1).copied().unwrap_or(0) * 2;
+        ensure(
+            rotary_dim <= dims.head_size && cos.shape().len() == 2,
+            || "rotary_dim must be <= headdim".into(),
+        )?;
+        shape_is(tensors, "rotary_sin", cos.shape())?;
+        let seqlen_ro = cos.shape()[0] as i64;
+        let rotary_seqlens = ints(tensors, "rotary_seqlens");
+        let b = dims.batch_size;
+        for i in 0..b {
+            let start = match &rotary_seqlens {
+                Some(r) if r.len() == b => r[i],
+                Some(_) => return fail("rotary_seqlens must have shape (batch_size,)"),
+                None => lengths
+                    .cache_seqlens
+                    .as_ref()
+                    .map_or(dims.seqlen_k as i64, |l| l[i]),
+            };
+            let q_len = lengths
+                .cu_q
+                .as_ref()
+                .map_or(dims.seqlen_q as i64, |c| c[i + 1] - c[i]);
+            let q_span = if mask.is_causal || mask.is_local {
+                q_len
+            } else {
+                1
+            };
+            let last = start + self.new_len(lengths, i).max(q_span) - 1;
+            ensure(start >= 0 && last < seqlen_ro, || {
+                format!("batch {i} reads cos/sin rows up to {last}, beyond {seqlen_ro}")
+            })?;
+        }
+        Ok(rotary_dim)
+    }
+
+    /// The forward's metadata (§6.5: sinks disable it).
+    fn metadata(
+        &self,
+        lengths: &Lengths,
+        mask: &MaskArgs,
+        pack_gqa: Option<bool>,
+    ) -> Result<Option<SchedulerMetadata>, KernelError> {
+        let (tensors, dims) = (self.tensors, self.dims);
+        if tensors.contains_key("sinks") {
+            return Ok(None);
+        }
+        match self.options.metadata {
+            MetadataSource::None => Ok(None),
+            MetadataSource::FromCall => match tensors.get("scheduler_metadata") {
+                Some(t) => {
+                    let values: Vec<i32> = t.ints().into_iter().map(|x| x as i32).collect();
+                    SchedulerMetadata::from_tensor(&values, dims.batch_size)
+                        .map(Some)
+                        .ok_or_else(|| KernelError::Rejected("metadata buffer is too small".into()))
+                }
+                None => Ok(None),
+            },
+            MetadataSource::Computed => match mate::scheduler_metadata(&MetadataArgs {
+                batch: dims.batch_size,
+                max_seqlen_q: dims.seqlen_q,
+                max_seqlen_k: dims.seqlen_k,
+                num_heads: dims.num_heads,
+                num_heads_k: dims.num_heads_k,
+                head_dim: dims.head_size,
+                head_dim_v: dims.head_size_v,
+                seqused_k: lengths.cache_seqlens.clone(),
+                cu_seqlens_q: lengths.cu_q.clone(),
+                cu_seqlens_k_new: lengths.cu_new.clone(),
+                leftpad_k: lengths.leftpad.clone(),
+                max_seqlen_k_new: dims.seqlen_new,
+                is_causal: mask.causal,
+                window_left: mask.window_left,
+                window_right: mask.window_right,
+                attention_chunk: mask.chunk,
+                num_splits: int_arg(self.args.get("num_splits"), "num_splits", 0)?,
+                pack_gqa,
+                mp: self.options.mp,
+                mp_margin: 0,
+                ..MetadataArgs::default()
+            }) {
+                Ok(metadata) => Ok(Some(metadata)),
+                // Head dims only the generic configuration runs: no metadata, as without it.
+                Err(_) if !self.mate_only => Ok(None),
+                Err(e) => fail(e.to_string()),
+            },
+        }
+    }
+
+    /// The split count S_F (§6.6, §6.9): 1 without metadata, else the requested count or mate's
+    /// heuristic.
+    fn num_splits(
+        &self,
+        has_metadata: bool,
+        mask: &ResolvedMask,
+        config: &KernelConfig,
+    ) -> Result<usize, KernelError> {
+        let (args, dims) = (self.args, self.dims);
+        let num_splits = if !has_metadata {
+            1
+        } else {
+            let requested = int_arg(args.get("num_splits"), "num_splits", 0)?;
+            if requested > 0 {
+                requested as usize
+            } else {
+                let margin = int_arg(args.get("sm_margin"), "sm_margin", 0)?;
+                mate::num_splits_heuristic(&SplitHeuristicArgs {
+                    batch: dims.batch_size,
+                    num_heads: dims.num_heads,
+                    num_heads_k: dims.num_heads_k,
+                    seqlen_q: dims.seqlen_q,
+                    seqlen_k: dims.seqlen_k,
+                    head_dim: dims.head_size,
+                    head_dim_v: dims.head_size_v,
+                    num_mp: self.options.mp as i64 - margin,
+                    mask: *mask,
+                    tile_m: config.tile_m,
+                    tile_n: config.tile_n,
+                })
+            }
+        };
+        ensure(num_splits <= mate::MAX_SPLITS, || {
+            "num_split exceeds max supported splits 128".into()
+        })?;
+        Ok(num_splits)
+    }
+}
+
+/// Metadata entries the device would turn into races or out-of-bounds reads (§6.11 ii, iv).
+fn check_metadata(
+    metadata: &SchedulerMetadata,
+    batch: usize,
+    num_splits: usize,
+) -> Result<(), KernelError> {
+    let mut seen = vec![false; batch];
+    for &b in &metadata.batch_table {
+        ensure(b >= 0 && (b as usize) < batch && !seen[b as usize], || {
+            "batch_table is not a permutation of the batch indices".into()
+        })?;
+        seen[b as usize] = true;
+    }
+    ensure(
+        metadata
+            .num_splits_dynamic
+            .iter()
+            .all(|&n| n as i64 <= num_splits as i64),
+        || format!("num_splits_dynamic exceeds the {num_splits} split slots"),
+    )
 }
