@@ -116,6 +116,26 @@ pub struct Descale {
     pub v: Array2<f64>,
 }
 
+impl Descale {
+    /// The call's descale factors; missing ones are 1.
+    fn read(args: &BoundArgs, tensors: &Tensors, b: usize, hk: usize) -> Result<Descale, RefError> {
+        let factor = |name: &str| -> Result<Array2<f64>, RefError> {
+            match tensors.get(name) {
+                Some(t) if args.tensor(name).is_some() => {
+                    expect_shape(t, name, &[b, hk])?;
+                    Ok(t.data.clone().into_dimensionality::<Ix2>().expect("2-D"))
+                }
+                _ => Ok(Array2::ones((b, hk))),
+            }
+        };
+        Ok(Descale {
+            q: factor("q_descale")?,
+            k: factor("k_descale")?,
+            v: factor("v_descale")?,
+        })
+    }
+}
+
 /// Where the keys live.
 pub enum KeyStore {
     Contiguous,
@@ -123,6 +143,24 @@ pub enum KeyStore {
         page_table: Array2<i64>,
         page_size: usize,
     },
+}
+
+impl KeyStore {
+    /// Paged through the call's page table (pages of `page_size` rows), else contiguous.
+    fn of(tensors: &Tensors, paged: bool, page_size: usize) -> Result<KeyStore, RefError> {
+        if !paged {
+            return Ok(KeyStore::Contiguous);
+        }
+        let page_table = materialised(tensors, "page_table")?
+            .data
+            .mapv(|x| x as i64)
+            .into_dimensionality::<Ix2>()
+            .map_err(|_| unevaluable("page_table must be 2-D"))?;
+        Ok(KeyStore::Paged {
+            page_table,
+            page_size,
+        })
+    }
 }
 
 pub struct Problem<'a> {
@@ -326,6 +364,169 @@ fn segments(
         .map(Some)
 }
 
+/// The tensor materialised for `name`.
+fn materialised<'a>(tensors: &'a Tensors, name: &str) -> Result<&'a HostTensor, RefError> {
+    tensors
+        .get(name)
+        .ok_or_else(|| unevaluable(format!("{name} was not materialised")))
+}
+
+/// The attended tensors as views of the evaluation's shapes, checked against the call's sizes.
+struct Operands<'a> {
+    q_t: &'a HostTensor,
+    k_cache_t: &'a HostTensor,
+    v_cache_t: &'a HostTensor,
+    q: ArrayView3<'a, f64>,
+    qv: Option<ArrayView3<'a, f64>>,
+    k_cache: ArrayView4<'a, f64>,
+    v_cache: ArrayView4<'a, f64>,
+    k_new: Option<ArrayView3<'a, f64>>,
+    v_new: Option<ArrayView3<'a, f64>>,
+    /// MUSA routes `qv` of width 512 with `q` of width 64 to its MLA kernel, which ignores append,
+    /// rotary, window, chunk, softcap, sinks, leftpad and batch_idx (musa-fa3.md §6.12).
+    mla: bool,
+    /// The call appends keys (never on the MLA branch).
+    new_kv: bool,
+}
+
+impl<'a> Operands<'a> {
+    fn of(
+        args: &BoundArgs,
+        tensors: &'a Tensors,
+        dims: &Dims,
+        stack: Stack,
+    ) -> Result<Operands<'a>, RefError> {
+        let q_t = materialised(tensors, "q")?;
+        let k_cache_t = materialised(tensors, "k_cache")?;
+        let v_cache_t = materialised(tensors, "v_cache")?;
+        let qv_t = if args.tensor("qv").is_some() {
+            Some(materialised(tensors, "qv")?)
+        } else {
+            None
+        };
+        let mla = stack == Stack::Musa
+            && qv_t.is_some_and(|t| t.shape().last() == Some(&512))
+            && dims.head_size == 64;
+        let (h, hk, d, dv) = (
+            dims.num_heads,
+            dims.num_heads_k,
+            dims.head_size,
+            dims.head_size_v,
+        );
+        if hk == 0 || h % hk != 0 {
+            return Err(unevaluable(format!(
+                "{h} query heads cannot be grouped over {hk} KV heads"
+            )));
+        }
+        let q = token_rows(q_t, "q")?;
+        if q.dim() != (dims.total_q, h, d) {
+            return Err(unevaluable(format!("q has shape {:?}", q_t.shape())));
+        }
+        let k_cache = view4(k_cache_t, "k_cache")?;
+        let v_cache = view4(v_cache_t, "v_cache")?;
+        let (rows, cap, _, _) = k_cache.dim();
+        if k_cache.dim().2 != hk || k_cache.dim().3 != d {
+            return Err(unevaluable(format!(
+                "k_cache has shape {:?}",
+                k_cache_t.shape()
+            )));
+        }
+        if v_cache.dim() != (rows, cap, hk, dv) {
+            return Err(unevaluable(format!(
+                "v_cache has shape {:?}, k_cache {:?}",
+                v_cache_t.shape(),
+                k_cache_t.shape()
+            )));
+        }
+        let qv = match qv_t {
+            Some(t) => {
+                let qv = token_rows(t, "qv")?;
+                if qv.dim() != (dims.total_q, h, dv) {
+                    return Err(unevaluable(format!("qv has shape {:?}", t.shape())));
+                }
+                Some(qv)
+            }
+            None => None,
+        };
+        let new_kv = dims.new_kv && !mla;
+        let (k_new, v_new) = if new_kv {
+            let (k_t, v_t) = (materialised(tensors, "k")?, materialised(tensors, "v")?);
+            let (k, v) = (token_rows(k_t, "k")?, token_rows(v_t, "v")?);
+            if k.dim() != (dims.total_new, hk, d) || v.dim() != (dims.total_new, hk, dv) {
+                return Err(unevaluable(format!(
+                    "k/v have shapes {:?}/{:?}",
+                    k_t.shape(),
+                    v_t.shape()
+                )));
+            }
+            (Some(k), Some(v))
+        } else {
+            (None, None)
+        };
+        Ok(Operands {
+            q_t,
+            k_cache_t,
+            v_cache_t,
+            q,
+            qv,
+            k_cache,
+            v_cache,
+            k_new,
+            v_new,
+            mla,
+            new_kv,
+        })
+    }
+}
+
+/// The mask the stack resolves from the call's arguments and static sizes (the MLA branch: causal
+/// only).
+fn resolve_mask(
+    args: &BoundArgs,
+    tensors: &Tensors,
+    stack: Stack,
+    dims: &Dims,
+    mla: bool,
+) -> Result<mask::Resolved, RefError> {
+    let causal = args.get("causal").truthy().unwrap_or(false);
+    let request = if mla {
+        MaskRequest {
+            causal,
+            window_left: -1,
+            window_right: -1,
+            attention_chunk: 0,
+        }
+    } else {
+        let (window_left, window_right) = window(args)?;
+        MaskRequest {
+            causal,
+            window_left,
+            window_right,
+            attention_chunk: int_arg(args, tensors, "attention_chunk")?.unwrap_or(0),
+        }
+    };
+    let fixed_length = [
+        "cu_seqlens_q",
+        "cache_seqlens",
+        "cache_leftpad",
+        "page_table",
+        "k",
+    ]
+    .iter()
+    .all(|n| args.get(n).is_none());
+    Ok(mask::resolve(
+        stack,
+        request,
+        StaticSizes {
+            seqlen_q: dims.seqlen_q as i64,
+            seqlen_k: dims.seqlen_k as i64,
+            head_size: dims.head_size as i64,
+            paged: dims.paged,
+            fixed_length,
+        },
+    ))
+}
+
 /// The per-batch index vectors of a call, each `None` when not given.
 struct Lengths {
     seqused: Option<Vec<i64>>,
@@ -337,6 +538,44 @@ struct Lengths {
 }
 
 impl Lengths {
+    /// The call's index vectors, checked against the batch; `rotary_seqlens` is read once the
+    /// rotary tables are known.
+    fn read(
+        args: &BoundArgs,
+        tensors: &Tensors,
+        stack: Stack,
+        dims: &Dims,
+        mla: bool,
+        new_kv: bool,
+    ) -> Result<Lengths, RefError> {
+        let b = dims.batch_size;
+        let seqused = cache_seqlens(args, tensors, stack, b)?;
+        let leftpad = if mla {
+            None
+        } else {
+            index_vector(tensors, "cache_leftpad", b)?
+        };
+        let batch_idx = if mla {
+            None
+        } else {
+            index_vector(tensors, "cache_batch_idx", b)?
+        };
+        let q_segments = segments(tensors, "cu_seqlens_q", b, dims.total_q)?;
+        let new_segments = if new_kv && dims.varlen_new {
+            segments(tensors, "cu_seqlens_k_new", b, dims.total_new)?
+        } else {
+            None
+        };
+        Ok(Lengths {
+            seqused,
+            leftpad,
+            batch_idx,
+            q_segments,
+            new_segments,
+            rotary_seqlens: None,
+        })
+    }
+
     /// Batch `i`'s lengths and places (cuda-fa3.md D.11), checked against the cache: every read
     /// and append stays within the capacity and the KV row exists.
     fn plan(
@@ -415,179 +654,40 @@ impl<'a> Problem<'a> {
     ) -> Result<Problem<'a>, RefError> {
         let args = call.bind_canonical().map_err(RefError::Binding)?;
         let dims = Dims::of(&args).map_err(|e| unevaluable(e.0))?;
-        let get = |name: &str| {
-            tensors
-                .get(name)
-                .ok_or_else(|| unevaluable(format!("{name} was not materialised")))
-        };
-        let present = |name: &str| args.tensor(name).is_some();
-        let q_t = get("q")?;
-        let k_cache_t = get("k_cache")?;
-        let v_cache_t = get("v_cache")?;
-        let qv_t = if present("qv") {
-            Some(get("qv")?)
-        } else {
-            None
-        };
-        // MUSA routes qv of width 512 with q of width 64 to its MLA kernel, which ignores append,
-        // rotary, window, chunk, softcap, sinks, leftpad and batch_idx (musa-fa3.md §6.12).
-        let mla = stack == Stack::Musa
-            && qv_t.is_some_and(|t| t.shape().last() == Some(&512))
-            && dims.head_size == 64;
-        let (b, h, hk, d, dv) = (
+        // Each step checks what the next one indexes with, so they run in this order.
+        let operands = Operands::of(&args, tensors, &dims, stack)?;
+        let (mla, new_kv) = (operands.mla, operands.new_kv);
+        let (b, h, hk, d) = (
             dims.batch_size,
             dims.num_heads,
             dims.num_heads_k,
             dims.head_size,
-            dims.head_size_v,
         );
-        if hk == 0 || h % hk != 0 {
-            return Err(unevaluable(format!(
-                "{h} query heads cannot be grouped over {hk} KV heads"
-            )));
-        }
-        let q = token_rows(q_t, "q")?;
-        if q.dim() != (dims.total_q, h, d) {
-            return Err(unevaluable(format!("q has shape {:?}", q_t.shape())));
-        }
-        let k_cache = view4(k_cache_t, "k_cache")?;
-        let v_cache = view4(v_cache_t, "v_cache")?;
-        let (rows, cap, _, _) = k_cache.dim();
-        if k_cache.dim().2 != hk || k_cache.dim().3 != d {
-            return Err(unevaluable(format!(
-                "k_cache has shape {:?}",
-                k_cache_t.shape()
-            )));
-        }
-        if v_cache.dim() != (rows, cap, hk, dv) {
-            return Err(unevaluable(format!(
-                "v_cache has shape {:?}, k_cache {:?}",
-                v_cache_t.shape(),
-                k_cache_t.shape()
-            )));
-        }
-        let qv = match qv_t {
-            Some(t) => {
-                let qv = token_rows(t, "qv")?;
-                if qv.dim() != (dims.total_q, h, dv) {
-                    return Err(unevaluable(format!("qv has shape {:?}", t.shape())));
-                }
-                Some(qv)
-            }
-            None => None,
-        };
-        let new_kv = dims.new_kv && !mla;
-        let (k_new, v_new) = if new_kv {
-            let (k, v) = (token_rows(get("k")?, "k")?, token_rows(get("v")?, "v")?);
-            if k.dim() != (dims.total_new, hk, d) || v.dim() != (dims.total_new, hk, dv) {
-                return Err(unevaluable(format!(
-                    "k/v have shapes {:?}/{:?}",
-                    get("k")?.shape(),
-                    get("v")?.shape()
-                )));
-            }
-            (Some(k), Some(v))
-        } else {
-            (None, None)
-        };
-        let store = if dims.paged {
-            let pt = get("page_table")?;
-            let table = pt
-                .data
-                .mapv(|x| x as i64)
-                .into_dimensionality::<Ix2>()
-                .map_err(|_| unevaluable("page_table must be 2-D"))?;
-            KeyStore::Paged {
-                page_table: table,
-                page_size: cap,
-            }
-        } else {
-            KeyStore::Contiguous
-        };
+        let (rows, cap, _, _) = operands.k_cache.dim();
+        let store = KeyStore::of(tensors, dims.paged, cap)?;
         let kv_rows = match &store {
             KeyStore::Paged { page_table, .. } => page_table.nrows(),
             KeyStore::Contiguous => rows,
         };
-        let capacity = dims.seqlen_k;
 
-        let seqused = cache_seqlens(&args, tensors, stack, b)?;
-        let leftpad = if mla {
-            None
-        } else {
-            index_vector(tensors, "cache_leftpad", b)?
-        };
-        let batch_idx = if mla {
-            None
-        } else {
-            index_vector(tensors, "cache_batch_idx", b)?
-        };
-        let q_segments = segments(tensors, "cu_seqlens_q", b, dims.total_q)?;
-        let new_segments = if new_kv && dims.varlen_new {
-            segments(tensors, "cu_seqlens_k_new", b, dims.total_new)?
+        let mut lengths = Lengths::read(&args, tensors, stack, &dims, mla, new_kv)?;
+        let rotary_tables = if new_kv && args.tensor("rotary_cos").is_some() {
+            Some((
+                materialised(tensors, "rotary_cos")?,
+                materialised(tensors, "rotary_sin")?,
+            ))
         } else {
             None
         };
-        let rotary_cos = if new_kv && present("rotary_cos") {
-            Some((get("rotary_cos")?, get("rotary_sin")?))
-        } else {
-            None
-        };
-        let rotary_seqlens = if rotary_cos.is_some() {
-            index_vector(tensors, "rotary_seqlens", b)?
-        } else {
-            None
-        };
-
-        let lengths = Lengths {
-            seqused,
-            leftpad,
-            batch_idx,
-            q_segments,
-            new_segments,
-            rotary_seqlens,
-        };
+        if rotary_tables.is_some() {
+            lengths.rotary_seqlens = index_vector(tensors, "rotary_seqlens", b)?;
+        }
         let batches = (0..b)
             .map(|i| lengths.plan(i, &dims, kv_rows, new_kv))
             .collect::<Result<Vec<_>, _>>()?;
 
-        let request = if mla {
-            MaskRequest {
-                causal: args.get("causal").truthy().unwrap_or(false),
-                window_left: -1,
-                window_right: -1,
-                attention_chunk: 0,
-            }
-        } else {
-            let (window_left, window_right) = window(&args)?;
-            MaskRequest {
-                causal: args.get("causal").truthy().unwrap_or(false),
-                window_left,
-                window_right,
-                attention_chunk: int_arg(&args, tensors, "attention_chunk")?.unwrap_or(0),
-            }
-        };
-        let fixed_length = [
-            "cu_seqlens_q",
-            "cache_seqlens",
-            "cache_leftpad",
-            "page_table",
-            "k",
-        ]
-        .iter()
-        .all(|n| args.get(n).is_none());
-        let resolved = mask::resolve(
-            stack,
-            request,
-            StaticSizes {
-                seqlen_q: dims.seqlen_q as i64,
-                seqlen_k: capacity as i64,
-                head_size: d as i64,
-                paged: dims.paged,
-                fixed_length,
-            },
-        );
-
-        let rotary = match rotary_cos {
+        let resolved = resolve_mask(&args, tensors, stack, &dims, mla)?;
+        let rotary = match rotary_tables {
             Some((cos, sin)) => Some(Rotary::new(
                 cos,
                 sin,
@@ -598,29 +698,14 @@ impl<'a> Problem<'a> {
             )?),
             None => None,
         };
-
-        let fp8 = q_t.dtype == Dtype::Float8E4m3fn;
+        let fp8 = operands.q_t.dtype == Dtype::Float8E4m3fn;
         let descale = if fp8 && stack != Stack::Musa {
-            let factor = |name: &str| -> Result<Array2<f64>, RefError> {
-                match tensors.get(name) {
-                    Some(t) if args.tensor(name).is_some() => {
-                        expect_shape(t, name, &[b, hk])?;
-                        Ok(t.data.clone().into_dimensionality::<Ix2>().expect("2-D"))
-                    }
-                    _ => Ok(Array2::ones((b, hk))),
-                }
-            };
-            Some(Descale {
-                q: factor("q_descale")?,
-                k: factor("k_descale")?,
-                v: factor("v_descale")?,
-            })
+            Some(Descale::read(&args, tensors, b, hk)?)
         } else {
             None
         };
-
-        let sinks = if stack.has_sinks() && !mla && present("sinks") {
-            let t = get("sinks")?;
+        let sinks = if stack.has_sinks() && !mla && args.tensor("sinks").is_some() {
+            let t = materialised(tensors, "sinks")?;
             expect_shape(t, "sinks", &[h])?;
             Some(t.data.iter().copied().collect())
         } else {
@@ -631,7 +716,7 @@ impl<'a> Problem<'a> {
         } else {
             number(&args, "softcap")?.filter(|&c| stack.softcap_enabled(c))
         };
-        let qv_dim = qv.map_or(0, |qv| qv.dim().2);
+        let qv_dim = operands.qv.map_or(0, |qv| qv.dim().2);
         let scale =
             number(&args, "softmax_scale")?.unwrap_or_else(|| ((d + qv_dim) as f64).powf(-0.5));
         let total_knew = if new_kv { dims.total_new } else { 0 };
@@ -644,24 +729,24 @@ impl<'a> Problem<'a> {
 
         Ok(Problem {
             precision,
-            dtype: q_t.dtype,
-            cache_dtype: k_cache_t.dtype,
+            dtype: operands.q_t.dtype,
+            cache_dtype: operands.k_cache_t.dtype,
             num_heads: h,
             num_heads_k: hk,
             head_dim: d,
-            head_dim_v: dv,
+            head_dim_v: dims.head_size_v,
             seqlen_q: dims.seqlen_q,
             total_q: dims.total_q,
             lse_layout,
             batches,
-            q,
-            qv,
-            k_cache,
-            v_cache,
-            k_cache_full: &k_cache_t.data,
-            v_cache_full: &v_cache_t.data,
-            k_new,
-            v_new,
+            q: operands.q,
+            qv: operands.qv,
+            k_cache: operands.k_cache,
+            v_cache: operands.v_cache,
+            k_cache_full: &operands.k_cache_t.data,
+            v_cache_full: &operands.v_cache_t.data,
+            k_new: operands.k_new,
+            v_new: operands.v_new,
             new_kv,
             store,
             scale,
