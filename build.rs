@@ -5,11 +5,16 @@
 //! selects at run time after detecting the CPU's features. Feature `checked-kernel` defines
 //! `FA3_HOST_CHECKED` (index checks that abort); feature `regen-bindings` regenerates the Rust
 //! bindings into OUT_DIR (the committed copy is src/kernel/bindings.rs).
+//!
+//! It also writes the list of the validation catalogue's files (tests/catalog/*.json), which
+//! src/conform/catalogue.rs compiles into the binary.
 
 use std::env;
+use std::fs;
 use std::path::{Path, PathBuf};
 
 const HEADER: &str = "kernels/include/fa3_host.h";
+const CATALOGUE: &str = "tests/catalog";
 
 fn base_build(out_dir: &Path, name: &str) -> cc::Build {
     let mut build = cc::Build::new();
@@ -61,8 +66,37 @@ fn main() {
         .objects(objects)
         .compile("fa3_host");
 
+    embed_catalogue(&out_dir);
+
     #[cfg(feature = "regen-bindings")]
     regen_bindings(&out_dir);
+}
+
+/// Writes OUT_DIR/catalogue.rs: every `tests/catalog/*.json` as `(file name, text)` in name order,
+/// so that the binary carries the validation catalogue wherever it is installed.
+fn embed_catalogue(out_dir: &Path) {
+    println!("cargo:rerun-if-changed={CATALOGUE}");
+    let manifest_dir = PathBuf::from(env::var("CARGO_MANIFEST_DIR").expect("cargo sets it"));
+    let dir = manifest_dir.join(CATALOGUE);
+    let mut files: Vec<PathBuf> = fs::read_dir(&dir)
+        .unwrap_or_else(|e| panic!("{}: {e}", dir.display()))
+        .map(|entry| entry.expect("a readable catalogue entry").path())
+        .filter(|path| path.extension().is_some_and(|x| x == "json"))
+        .collect();
+    files.sort();
+    let entries: String = files
+        .iter()
+        .map(|path| {
+            let name = path
+                .file_name()
+                .and_then(|n| n.to_str())
+                .expect("UTF-8 name");
+            let path = path.to_str().expect("UTF-8 path");
+            format!("    ({name:?}, include_str!({path:?})),\n")
+        })
+        .collect();
+    fs::write(out_dir.join("catalogue.rs"), format!("&[\n{entries}]\n"))
+        .expect("writing OUT_DIR/catalogue.rs");
 }
 
 /// Writes OUT_DIR/bindings.rs; the `bindings_are_current` test compares it with the committed file.

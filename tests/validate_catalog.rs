@@ -9,6 +9,7 @@ mod support;
 
 use fa3conform::call::KvCacheCall;
 use fa3conform::certify::{certify_call, render_human_call};
+use fa3conform::conform::catalogue::FILES;
 use fa3conform::spec::parse_specs;
 use fa3conform::validate::{Outcome, profiles, registry};
 use serde_json::Value;
@@ -51,20 +52,14 @@ struct Entry {
     expect: BTreeMap<String, String>,
 }
 
+/// The catalogue as the binary carries it (the folder's files, checked by
+/// [`the_binary_carries_every_catalogue_file`]).
 fn catalogue() -> Vec<Entry> {
-    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/catalog");
-    let mut paths: Vec<_> = std::fs::read_dir(&dir)
-        .expect("tests/catalog exists")
-        .map(|e| e.expect("readable entry").path())
-        .filter(|p| p.extension().is_some_and(|x| x == "json"))
-        .collect();
-    paths.sort();
     let mut entries = Vec::new();
-    for path in paths {
-        let file = path.file_name().unwrap().to_string_lossy().into_owned();
-        let text = std::fs::read_to_string(&path).unwrap();
-        let calls = parse_specs(&text).unwrap_or_else(|e| panic!("{file}: {e}"));
-        let raw: Vec<Value> = match serde_json::from_str(&text).unwrap() {
+    for (file, text) in FILES {
+        let file = file.to_string();
+        let calls = parse_specs(text).unwrap_or_else(|e| panic!("{file}: {e}"));
+        let raw: Vec<Value> = match serde_json::from_str(text).unwrap() {
             Value::Array(items) => items,
             one => vec![one],
         };
@@ -93,6 +88,32 @@ fn outcome_label(outcome: &Outcome) -> String {
         Outcome::Accepted(_) => "accepted".into(),
         Outcome::Rejected(r) => r.site.to_string(),
     }
+}
+
+/// Every `tests/catalog/*.json` is compiled into the binary, as it is in the folder.
+#[test]
+fn the_binary_carries_every_catalogue_file() {
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/catalog");
+    let mut files: Vec<(String, String)> = std::fs::read_dir(&dir)
+        .expect("tests/catalog exists")
+        .map(|e| e.expect("readable entry").path())
+        .filter(|p| p.extension().is_some_and(|x| x == "json"))
+        .map(|p| {
+            let name = p.file_name().unwrap().to_string_lossy().into_owned();
+            (name, std::fs::read_to_string(&p).unwrap())
+        })
+        .collect();
+    files.sort();
+    let carried: Vec<(String, String)> = FILES
+        .iter()
+        .map(|(name, text)| (name.to_string(), text.to_string()))
+        .collect();
+    let names = |list: &[(String, String)]| list.iter().map(|(n, _)| n.clone()).collect::<Vec<_>>();
+    assert_eq!(names(&carried), names(&files));
+    assert!(
+        carried == files,
+        "a carried catalogue file differs from the folder's"
+    );
 }
 
 #[test]

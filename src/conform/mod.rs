@@ -3,6 +3,7 @@
 //! A suite is deterministic in (campaign seed, case index), so any failure is replayed with
 //! `fa3conform conform --suite NAME --seed S --cases N` and reported with its case name.
 
+pub mod catalogue;
 mod kernel_suite;
 mod metadata_suite;
 mod reference_suite;

@@ -4,49 +4,23 @@
 //! rejection is one of the registered sites: its exception, and a message its template (plus the
 //! stable front end's prefix and per-dimension shape texts) can produce; every hazard is registered.
 
-use super::{CaseOutcome, Suite};
+use super::{CaseOutcome, Suite, catalogue};
 use crate::call::{Device, Dtype, KvCacheCall, PyValue, TensorArg};
 use crate::fuzzing::oracles::verdict::verdict_checked;
-use crate::spec::{call_to_json, parse_specs};
+use crate::spec::call_to_json;
 use crate::validate::{Profile, profiles};
 use rand::{Rng, SeedableRng, seq::SliceRandom};
 use rand_chacha::ChaCha8Rng;
 use std::panic::{AssertUnwindSafe, catch_unwind};
-use std::sync::OnceLock;
 
 /// The suite registered in [`super::suites`].
 pub struct ValidationSuite;
 
 pub static VALIDATION: ValidationSuite = ValidationSuite;
 
-/// Where the catalogue lives: the repository's `tests/catalog`, as built.
-const CATALOGUE_DIR: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/catalog");
-
-/// The catalogue's calls (empty when the repository is not at hand; random cases then start from
-/// [`fallback_call`]).
-fn catalogue() -> &'static [KvCacheCall] {
-    static CALLS: OnceLock<Vec<KvCacheCall>> = OnceLock::new();
-    CALLS.get_or_init(|| {
-        let Ok(dir) = std::fs::read_dir(CATALOGUE_DIR) else {
-            return Vec::new();
-        };
-        let mut paths: Vec<_> = dir
-            .filter_map(|e| e.ok().map(|e| e.path()))
-            .filter(|p| p.extension().is_some_and(|x| x == "json"))
-            .collect();
-        paths.sort();
-        paths
-            .iter()
-            .filter_map(|p| std::fs::read_to_string(p).ok())
-            .filter_map(|text| parse_specs(&text).ok())
-            .flatten()
-            .collect()
-    })
-}
-
 /// Case `index`: the catalogue first, then seeded random calls.
 fn case(seed: u64, index: usize) -> (String, KvCacheCall) {
-    let calls = catalogue();
+    let calls = catalogue::calls();
     match calls.get(index) {
         Some(call) => (format!("catalogue/{}", call.id), call.clone()),
         None => (
@@ -66,7 +40,7 @@ impl Suite for ValidationSuite {
     }
 
     fn default_cases(&self) -> usize {
-        catalogue().len() + 20_000
+        catalogue::calls().len() + 20_000
     }
 
     fn run_case(&self, seed: u64, index: usize) -> CaseOutcome {
@@ -90,34 +64,14 @@ fn check_profile(profile: &dyn Profile, call: &KvCacheCall) -> Result<(), String
     }
 }
 
-/// A decode call every profile accepts, for when the catalogue is not available.
-fn fallback_call() -> KvCacheCall {
-    let mut call = KvCacheCall::default();
-    call.set("q", PyValue::tensor(Dtype::Bfloat16, &[2, 1, 8, 128]))
-        .set(
-            "k_cache",
-            PyValue::tensor(Dtype::Bfloat16, &[2, 64, 2, 128]),
-        )
-        .set(
-            "v_cache",
-            PyValue::tensor(Dtype::Bfloat16, &[2, 64, 2, 128]),
-        )
-        .set(
-            "cache_seqlens",
-            PyValue::Tensor(TensorArg::with_ints(Dtype::Int32, &[2], vec![10, 20])),
-        );
-    call
-}
-
-/// A catalogue call (or the fallback) with one to three random mutations, deterministic in
-/// `(seed, index)`.
+/// A catalogue call with one to three random mutations, deterministic in `(seed, index)`.
 fn random_call(seed: u64, index: usize, catalogue: &[KvCacheCall]) -> KvCacheCall {
     let mut rng =
         ChaCha8Rng::seed_from_u64(seed ^ (index as u64).wrapping_mul(0x9e37_79b9_7f4a_7c15));
     let mut call = catalogue
         .choose(&mut rng)
         .cloned()
-        .unwrap_or_else(fallback_call);
+        .expect("the catalogue has calls");
     call.id = format!("random-{seed}-{index}");
     for _ in 0..rng.gen_range(1..=3) {
         mutate(&mut call, &mut rng);
@@ -291,8 +245,8 @@ mod tests {
     #[test]
     fn random_cases_are_deterministic_and_pass() {
         for index in 0..200 {
-            let a = VALIDATION.run_case(7, catalogue().len() + index);
-            let b = VALIDATION.run_case(7, catalogue().len() + index);
+            let a = VALIDATION.run_case(7, catalogue::calls().len() + index);
+            let b = VALIDATION.run_case(7, catalogue::calls().len() + index);
             assert_eq!(a, b);
             assert!(a.result.is_ok(), "{}: {:?}", a.name, a.result);
         }
