@@ -9,7 +9,7 @@
 //! wrapper's module-global metadata dict is an explicit [`InjectionCache`] the caller keeps
 //! between calls. Calls mate routes to its MLA decode branch give [`MusaError::MlaBranch`].
 
-use crate::call::{Dtype, KvCacheCall, LayerInfo, MetadataArgsSpec, SglangBackend};
+use crate::call::{Dtype, KvCacheCall, LayerInfo, MetadataArgsSpec, Param, SglangBackend};
 use crate::kernel::{self, KernelError, KernelOptions, MetadataSource};
 use crate::mate::DEFAULT_MP;
 use crate::reference::RefOutput;
@@ -283,7 +283,7 @@ pub fn flash_attn_with_kvcache_on(
     let return_lse = call
         .bind_canonical()
         .map_err(KernelError::Rejected)?
-        .get("return_softmax_lse")
+        .get(Param::ReturnSoftmaxLse)
         .truthy()
         .unwrap_or(false);
     let returned = if !return_lse {

@@ -3,7 +3,7 @@
 //! up through the page table position by position. Calls are large enough for several row blocks.
 //! Rotary and MUSA's MLA branch are left to the hand-computed tests.
 
-use fa3conform::call::{Dims, KvCacheCall, PyValue};
+use fa3conform::call::{Dims, KvCacheCall, Param, PyValue};
 use fa3conform::cases::{Options, random_call};
 use fa3conform::reference::mask::{self, MaskRequest, StaticSizes};
 use fa3conform::reference::{Precision, Stack, run};
@@ -37,7 +37,7 @@ fn naive(call: &KvCacheCall, t: &Tensors, stack: Stack) -> (Vec<f64>, Vec<f64>) 
     let vn = t.get("v").map(|x| x.data.as_slice().unwrap());
     let cu_q = ints(t, "cu_seqlens_q");
     let cu_new = ints(t, "cu_seqlens_k_new");
-    let seqused = match args.get("cache_seqlens") {
+    let seqused = match args.get(Param::CacheSeqlens) {
         PyValue::Int(n) => Some(vec![*n as usize; b]),
         _ => ints(t, "cache_seqlens"),
     };
@@ -46,14 +46,14 @@ fn naive(call: &KvCacheCall, t: &Tensors, stack: Stack) -> (Vec<f64>, Vec<f64>) 
     let table = ints(t, "page_table");
     let sinks = t.get("sinks").filter(|_| stack != Stack::Fa3);
     let softcap = args
-        .get("softcap")
+        .get(Param::Softcap)
         .as_number()
         .filter(|&c| stack.softcap_enabled(c));
     let scale = args
-        .get("softmax_scale")
+        .get(Param::SoftmaxScale)
         .as_number()
         .unwrap_or_else(|| ((d + qv.map_or(0, |_| dv)) as f64).powf(-0.5));
-    let window: Vec<i64> = match args.get("window_size").as_sequence() {
+    let window: Vec<i64> = match args.get(Param::WindowSize).as_sequence() {
         Some(w) => w.iter().map(|x| x.as_int().unwrap()).collect(),
         None => vec![-1, -1],
     };
@@ -64,10 +64,10 @@ fn naive(call: &KvCacheCall, t: &Tensors, stack: Stack) -> (Vec<f64>, Vec<f64>) 
     let resolved = mask::resolve(
         stack,
         MaskRequest {
-            causal: args.get("causal").truthy().unwrap(),
+            causal: args.get(Param::Causal).truthy().unwrap(),
             window_left: window[0],
             window_right: window[1],
-            attention_chunk: args.get("attention_chunk").as_int().unwrap_or(0),
+            attention_chunk: args.get(Param::AttentionChunk).as_int().unwrap_or(0),
         },
         StaticSizes {
             seqlen_q: dims.seqlen_q as i64,
@@ -75,14 +75,14 @@ fn naive(call: &KvCacheCall, t: &Tensors, stack: Stack) -> (Vec<f64>, Vec<f64>) 
             head_size: d as i64,
             paged: dims.paged,
             fixed_length: [
-                "cu_seqlens_q",
-                "cache_seqlens",
-                "cache_leftpad",
-                "page_table",
-                "k",
+                Param::CuSeqlensQ,
+                Param::CacheSeqlens,
+                Param::CacheLeftpad,
+                Param::PageTable,
+                Param::K,
             ]
             .iter()
-            .all(|n| args.get(n).is_none()),
+            .all(|&p| args.get(p).is_none()),
         },
     );
     let mut out = vec![0.0; dims.total_q * h * dv];

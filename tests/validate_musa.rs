@@ -469,7 +469,8 @@ fn odd_arguments_never_panic_and_fill_every_template() {
         c
     }];
     for base in &bases {
-        for (name, _) in fa3conform::call::signature::SGLANG_MUSA.params {
+        for (param, _) in fa3conform::call::signature::SGLANG_MUSA.params {
+            let name = param.name();
             for value in odd_values() {
                 let mut call = base.clone();
                 call.set(name, value);

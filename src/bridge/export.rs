@@ -2,7 +2,7 @@
 
 use super::bundle::{BundleError, CaseBundle, ExpectedNumbers, VerdictRecord, write_bundle};
 use super::tensors::{StoredTensor, TensorFile};
-use crate::call::{Dtype, KvCacheCall, PyValue, TensorValues};
+use crate::call::{Dtype, KvCacheCall, Param, PyValue, TensorValues};
 use crate::cli::ExitStatus;
 use crate::conform;
 use crate::reference::{self, Precision, Stack};
@@ -114,7 +114,7 @@ pub fn bundle_for(
             let returns_lse = call
                 .bind_canonical()
                 .ok()
-                .and_then(|b| b.get("return_softmax_lse").truthy())
+                .and_then(|b| b.get(Param::ReturnSoftmaxLse).truthy())
                 .unwrap_or(false);
             Some(ExpectedNumbers::new(
                 profile.name(),

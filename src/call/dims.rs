@@ -1,6 +1,6 @@
 //! Sizes derived from a call's tensors, shared by the materialiser, the reference and the kernel.
 
-use super::{BoundArgs, PyValue, TensorArg};
+use super::{BoundArgs, Param, PyValue, TensorArg};
 use thiserror::Error;
 
 /// Why sizes could not be derived (the call is malformed; validation reports the exact error).
@@ -40,12 +40,10 @@ pub struct Dims {
     pub total_new: usize,
 }
 
-fn tensor<'a>(args: &'a BoundArgs, name: &str) -> Option<&'a TensorArg> {
-    args.tensor(name)
-}
-
-fn need<'a>(args: &'a BoundArgs, name: &str, rank: &[usize]) -> Result<&'a TensorArg, DimsError> {
-    let t = tensor(args, name).ok_or_else(|| DimsError(format!("{name} must be a tensor")))?;
+fn need<'a>(args: &'a BoundArgs, name: Param, rank: &[usize]) -> Result<&'a TensorArg, DimsError> {
+    let t = args
+        .tensor(name)
+        .ok_or_else(|| DimsError(format!("{name} must be a tensor")))?;
     if !rank.contains(&t.ndim()) {
         return Err(DimsError(format!(
             "{name} has rank {}, expected {rank:?}",
@@ -58,17 +56,17 @@ fn need<'a>(args: &'a BoundArgs, name: &str, rank: &[usize]) -> Result<&'a Tenso
 impl Dims {
     /// Derives the sizes from canonically bound arguments.
     pub fn of(args: &BoundArgs) -> Result<Dims, DimsError> {
-        let cu_q = tensor(args, "cu_seqlens_q");
+        let cu_q = args.tensor(Param::CuSeqlensQ);
         let varlen_q = cu_q.is_some();
-        let q = need(args, "q", if varlen_q { &[3] } else { &[4] })?;
-        let k_cache = need(args, "k_cache", &[4])?;
-        let v_cache = need(args, "v_cache", &[4])?;
+        let q = need(args, Param::Q, if varlen_q { &[3] } else { &[4] })?;
+        let k_cache = need(args, Param::KCache, &[4])?;
+        let v_cache = need(args, Param::VCache, &[4])?;
         let (batch_size, seqlen_q, total_q) = match cu_q {
             Some(cu) => {
                 let b = cu.size(0).unwrap_or(0).checked_sub(1).ok_or_else(|| {
                     DimsError("cu_seqlens_q must have at least one element".into())
                 })?;
-                let max_q = match args.get("max_seqlen_q") {
+                let max_q = match args.get(Param::MaxSeqlenQ) {
                     PyValue::Int(m) if *m >= 0 => *m as usize,
                     other => {
                         return Err(DimsError(format!(
@@ -80,7 +78,7 @@ impl Dims {
             }
             None => (q.shape[0], q.shape[1], q.shape[0] * q.shape[1]),
         };
-        let page_table = tensor(args, "page_table");
+        let page_table = args.tensor(Param::PageTable);
         let paged = page_table.is_some();
         let (num_pages, page_size, pages_per_seq, seqlen_k) = match page_table {
             Some(pt) => {
@@ -96,8 +94,8 @@ impl Dims {
             }
             None => (0, 1, 0, k_cache.shape[1]),
         };
-        let k_new = tensor(args, "k");
-        let varlen_new = k_new.is_some() && tensor(args, "cu_seqlens_k_new").is_some();
+        let k_new = args.tensor(Param::K);
+        let varlen_new = k_new.is_some() && args.tensor(Param::CuSeqlensKNew).is_some();
         let (seqlen_new, total_new) = match k_new {
             Some(k) if varlen_new => (0, k.size(0).unwrap_or(0)),
             Some(k) if k.ndim() == 4 => (k.shape[1], batch_size * k.shape[1]),

@@ -9,6 +9,7 @@ mod context;
 mod dims;
 mod dtype;
 mod metadata_args;
+mod param;
 pub mod signature;
 mod value;
 
@@ -16,6 +17,7 @@ pub use context::{LayerInfo, SglangBackend, SglangContext};
 pub use dims::{Dims, DimsError};
 pub use dtype::Dtype;
 pub use metadata_args::MetadataArgsSpec;
+pub use param::Param;
 pub use signature::{BoundArgs, Signature};
 pub use value::{Device, PyValue, TensorArg, TensorValues, python_float_repr, python_int_from_str};
 
@@ -59,11 +61,8 @@ impl KvCacheCall {
         if let Some((_, v)) = self.keywords.iter().find(|(k, _)| k == name) {
             return Some(v);
         }
-        let pos = signature::SGLANG_MUSA
-            .params
-            .iter()
-            .position(|(p, _)| *p == name)?;
-        self.positional.get(pos)
+        let position = signature::SGLANG_MUSA.position(Param::from_name(name)?)?;
+        self.positional.get(position)
     }
 
     /// Sets a keyword argument, replacing an earlier keyword of the same name (builder for tests
@@ -111,7 +110,7 @@ impl KvCacheCall {
             let name = signature::SGLANG_MUSA
                 .params
                 .get(i)
-                .map_or_else(|| format!("arg{i}"), |(n, _)| n.to_string());
+                .map_or_else(|| format!("arg{i}"), |(p, _)| p.name().to_string());
             (name, v)
         });
         let keywords = self.keywords.iter().map(|(k, v)| (k.clone(), v));

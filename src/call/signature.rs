@@ -1,6 +1,6 @@
 //! Python signatures of the entry points and CPython's argument binding, with its exact `TypeError`s.
 
-use super::{KvCacheCall, PyValue};
+use super::{KvCacheCall, Param, PyValue};
 
 /// A parameter default as written in the Python signature.
 #[derive(Clone, Copy, Debug, PartialEq)]
@@ -32,8 +32,44 @@ impl ParamDefault {
 pub struct Signature {
     /// `__qualname__`, used in CPython's messages.
     pub function: &'static str,
-    pub params: &'static [(&'static str, ParamDefault)],
+    pub params: &'static [(Param, ParamDefault)],
     pub var_keyword: bool,
+    /// The position of each [`Param`] in `params` (indexed by the enum; [`ABSENT`] where the
+    /// signature has no such parameter), so that checks read arguments without a search.
+    positions: [u8; Param::ALL.len()],
+}
+
+/// The position of a parameter a signature lacks.
+const ABSENT: u8 = u8::MAX;
+
+impl Signature {
+    const fn new(
+        function: &'static str,
+        params: &'static [(Param, ParamDefault)],
+        var_keyword: bool,
+    ) -> Signature {
+        assert!(params.len() < ABSENT as usize);
+        let mut positions = [ABSENT; Param::ALL.len()];
+        let mut i = 0;
+        while i < params.len() {
+            positions[params[i].0 as usize] = i as u8;
+            i += 1;
+        }
+        Signature {
+            function,
+            params,
+            var_keyword,
+            positions,
+        }
+    }
+
+    /// Where `param` sits in the parameter list, if the signature has it.
+    pub fn position(&self, param: Param) -> Option<usize> {
+        match self.positions[param as usize] {
+            ABSENT => None,
+            i => Some(usize::from(i)),
+        }
+    }
 }
 
 /// How one parameter was bound.
@@ -67,33 +103,33 @@ pub struct BoundArgs {
 }
 
 impl BoundArgs {
-    fn index(&self, name: &str) -> Option<usize> {
-        self.signature.params.iter().position(|(n, _)| *n == name)
-    }
-
     /// The bound argument of a parameter of this signature.
     ///
     /// # Panics
     /// If the signature has no such parameter: that is a bug in the caller, not bad input.
-    pub fn bound(&self, name: &str) -> &Bound {
-        let i = self
-            .index(name)
-            .unwrap_or_else(|| panic!("{}() has no parameter {name}", self.signature.function));
+    pub fn bound(&self, param: Param) -> &Bound {
+        let i = self.signature.position(param).unwrap_or_else(|| {
+            panic!(
+                "{}() has no parameter {}",
+                self.signature.function,
+                param.name()
+            )
+        });
         &self.params[i]
     }
 
     /// The effective value (the default when not passed).
-    pub fn get(&self, name: &str) -> &PyValue {
-        self.bound(name).value()
+    pub fn get(&self, param: Param) -> &PyValue {
+        self.bound(param).value()
     }
 
-    pub fn has_param(&self, name: &str) -> bool {
-        self.index(name).is_some()
+    pub fn has_param(&self, param: Param) -> bool {
+        self.signature.position(param).is_some()
     }
 
     /// The tensor, when the effective value is one.
-    pub fn tensor(&self, name: &str) -> Option<&super::TensorArg> {
-        self.get(name).as_tensor()
+    pub fn tensor(&self, param: Param) -> Option<&super::TensorArg> {
+        self.get(param).as_tensor()
     }
 }
 
@@ -109,7 +145,7 @@ pub fn bind(signature: &'static Signature, call: &KvCacheCall) -> Result<BoundAr
     }
     let mut extra = Vec::new();
     for (name, value) in &call.keywords {
-        match signature.params.iter().position(|(p, _)| p == name) {
+        match signature.params.iter().position(|(p, _)| p.name() == name) {
             Some(i) if slots[i].is_some() => {
                 return Err(format!("{f}() got multiple values for argument '{name}'"));
             }
@@ -141,7 +177,7 @@ pub fn bind(signature: &'static Signature, call: &KvCacheCall) -> Result<BoundAr
         .iter()
         .zip(&slots)
         .filter(|((_, d), slot)| *d == ParamDefault::Required && slot.is_none())
-        .map(|((name, _), _)| *name)
+        .map(|((param, _), _)| param.name())
         .collect();
     if !missing.is_empty() {
         let quoted: Vec<String> = missing.iter().map(|m| format!("'{m}'")).collect();
@@ -178,46 +214,46 @@ use ParamDefault as D;
 macro_rules! fa3_common_params {
     ($chunk:expr) => {
         [
-            ("q", D::Required),
-            ("k_cache", D::Required),
-            ("v_cache", D::Required),
-            ("k", D::None),
-            ("v", D::None),
-            ("qv", D::None),
-            ("rotary_cos", D::None),
-            ("rotary_sin", D::None),
-            ("cache_seqlens", D::None),
-            ("cache_batch_idx", D::None),
-            ("cache_leftpad", D::None),
-            ("page_table", D::None),
-            ("cu_seqlens_q", D::None),
-            ("cu_seqlens_k_new", D::None),
-            ("max_seqlen_q", D::None),
-            ("rotary_seqlens", D::None),
-            ("q_descale", D::None),
-            ("k_descale", D::None),
-            ("v_descale", D::None),
-            ("softmax_scale", D::None),
-            ("causal", D::Bool(false)),
-            ("window_size", D::WindowNone),
-            ("attention_chunk", $chunk),
-            ("softcap", D::Float(0.0)),
-            ("rotary_interleaved", D::Bool(true)),
-            ("scheduler_metadata", D::None),
-            ("num_splits", D::Int(0)),
-            ("pack_gqa", D::None),
-            ("sm_margin", D::Int(0)),
-            ("return_softmax_lse", D::Bool(false)),
+            (Param::Q, D::Required),
+            (Param::KCache, D::Required),
+            (Param::VCache, D::Required),
+            (Param::K, D::None),
+            (Param::V, D::None),
+            (Param::Qv, D::None),
+            (Param::RotaryCos, D::None),
+            (Param::RotarySin, D::None),
+            (Param::CacheSeqlens, D::None),
+            (Param::CacheBatchIdx, D::None),
+            (Param::CacheLeftpad, D::None),
+            (Param::PageTable, D::None),
+            (Param::CuSeqlensQ, D::None),
+            (Param::CuSeqlensKNew, D::None),
+            (Param::MaxSeqlenQ, D::None),
+            (Param::RotarySeqlens, D::None),
+            (Param::QDescale, D::None),
+            (Param::KDescale, D::None),
+            (Param::VDescale, D::None),
+            (Param::SoftmaxScale, D::None),
+            (Param::Causal, D::Bool(false)),
+            (Param::WindowSize, D::WindowNone),
+            (Param::AttentionChunk, $chunk),
+            (Param::Softcap, D::Float(0.0)),
+            (Param::RotaryInterleaved, D::Bool(true)),
+            (Param::SchedulerMetadata, D::None),
+            (Param::NumSplits, D::Int(0)),
+            (Param::PackGqa, D::None),
+            (Param::SmMargin, D::Int(0)),
+            (Param::ReturnSoftmaxLse, D::Bool(false)),
         ]
     };
 }
 
 const fn concat<const A: usize, const B: usize, const C: usize>(
-    a: [(&'static str, ParamDefault); A],
-    b: [(&'static str, ParamDefault); B],
-) -> [(&'static str, ParamDefault); C] {
+    a: [(Param, ParamDefault); A],
+    b: [(Param, ParamDefault); B],
+) -> [(Param, ParamDefault); C] {
     assert!(A + B == C);
-    let mut out = [("", ParamDefault::Required); C];
+    let mut out = [(Param::Q, ParamDefault::Required); C];
     let mut i = 0;
     while i < A {
         out[i] = a[i];
@@ -232,12 +268,12 @@ const fn concat<const A: usize, const B: usize, const C: usize>(
 
 /// `a` with `item` inserted before index `at`.
 const fn insert<const A: usize, const C: usize>(
-    a: [(&'static str, ParamDefault); A],
+    a: [(Param, ParamDefault); A],
     at: usize,
-    item: (&'static str, ParamDefault),
-) -> [(&'static str, ParamDefault); C] {
+    item: (Param, ParamDefault),
+) -> [(Param, ParamDefault); C] {
     assert!(A + 1 == C && at <= A);
-    let mut out = [("", ParamDefault::Required); C];
+    let mut out = [(Param::Q, ParamDefault::Required); C];
     let mut i = 0;
     while i < C {
         out[i] = if i < at {
@@ -252,75 +288,61 @@ const fn insert<const A: usize, const C: usize>(
     out
 }
 
-const FA3_PARAMS: [(&str, ParamDefault); 30] = fa3_common_params!(D::Int(0));
+const FA3_PARAMS: [(Param, ParamDefault); 30] = fa3_common_params!(D::Int(0));
 
-const CP_PARAMS: [(&str, ParamDefault); 3] = [
-    ("cp_world_size", D::Int(1)),
-    ("cp_rank", D::Int(0)),
-    ("cp_tot_seqused_k", D::None),
+const CP_PARAMS: [(Param, ParamDefault); 3] = [
+    (Param::CpWorldSize, D::Int(1)),
+    (Param::CpRank, D::Int(0)),
+    (Param::CpTotSequsedK, D::None),
 ];
 
-const SGLANG_TAIL: [(&str, ParamDefault); 4] = [
-    ("sinks", D::None),
-    ("score_mod", D::None),
-    ("aux_tensors", D::None),
-    ("ver", D::Int(3)),
+const SGLANG_TAIL: [(Param, ParamDefault); 4] = [
+    (Param::Sinks, D::None),
+    (Param::ScoreMod, D::None),
+    (Param::AuxTensors, D::None),
+    (Param::Ver, D::Int(3)),
 ];
 
-const SGLANG_MUSA_PARAMS: [(&str, ParamDefault); 34] = concat(FA3_PARAMS, SGLANG_TAIL);
+const SGLANG_MUSA_PARAMS: [(Param, ParamDefault); 34] = concat(FA3_PARAMS, SGLANG_TAIL);
 
-const SGL_KERNEL_PARAMS: [(&str, ParamDefault); 34] =
+const SGL_KERNEL_PARAMS: [(Param, ParamDefault); 34] =
     concat(fa3_common_params!(D::None), SGLANG_TAIL);
 
-const MATE_WRAPPER_PARAMS: [(&str, ParamDefault); 35] = concat(
-    concat::<30, 2, 32>(FA3_PARAMS, [("sinks", D::None), ("s_aux", D::None)]),
+const MATE_WRAPPER_PARAMS: [(Param, ParamDefault); 35] = concat(
+    concat::<30, 2, 32>(
+        FA3_PARAMS,
+        [(Param::Sinks, D::None), (Param::SAux, D::None)],
+    ),
     CP_PARAMS,
 );
 
 /// FA3's parameters with `learnable_sink` inserted after `window_size` (index 22), then the CP tail.
-const MATE_MHA_PARAMS: [(&str, ParamDefault); 34] = concat(
-    insert::<30, 31>(FA3_PARAMS, 22, ("learnable_sink", D::None)),
+const MATE_MHA_PARAMS: [(Param, ParamDefault); 34] = concat(
+    insert::<30, 31>(FA3_PARAMS, 22, (Param::LearnableSink, D::None)),
     CP_PARAMS,
 );
 
 /// SGLang's MUSA wrapper, variant V3 (musa-fa3.md §2.1, sgl L122–L157). The canonical signature:
 /// spec keys, derived views and the reference name parameters after it.
-pub static SGLANG_MUSA: Signature = Signature {
-    function: "flash_attn_with_kvcache",
-    params: &SGLANG_MUSA_PARAMS,
-    var_keyword: false,
-};
+pub static SGLANG_MUSA: Signature =
+    Signature::new("flash_attn_with_kvcache", &SGLANG_MUSA_PARAMS, false);
 
 /// mate's FA3-compatible wrapper `flash_attn_3.interface.flash_attn_with_kvcache` (musa-fa3.md §2.2).
-pub static MATE_FA3_WRAPPER: Signature = Signature {
-    function: "flash_attn_with_kvcache",
-    params: &MATE_WRAPPER_PARAMS,
-    var_keyword: false,
-};
+pub static MATE_FA3_WRAPPER: Signature =
+    Signature::new("flash_attn_with_kvcache", &MATE_WRAPPER_PARAMS, false);
 
 /// mate's own `mate.mha_interface.flash_attn_with_kvcache` (musa-fa3.md §2.3), also exported as
 /// `mate.flash_attn_with_kvcache`: `learnable_sink` sits at position 23, so every later positional
 /// slot differs from FA3's.
-pub static MATE_MHA: Signature = Signature {
-    function: "flash_attn_with_kvcache",
-    params: &MATE_MHA_PARAMS,
-    var_keyword: false,
-};
+pub static MATE_MHA: Signature = Signature::new("flash_attn_with_kvcache", &MATE_MHA_PARAMS, false);
 
 /// Upstream FA3 `hopper/flash_attn_interface.py` (cuda-fa3.md A.1).
-pub static FA3: Signature = Signature {
-    function: "flash_attn_with_kvcache",
-    params: &FA3_PARAMS,
-    var_keyword: false,
-};
+pub static FA3: Signature = Signature::new("flash_attn_with_kvcache", &FA3_PARAMS, false);
 
 /// sgl-kernel 0.3.21 `sgl_kernel.flash_attn.flash_attn_with_kvcache` (sgl-kernel-cuda.md A.2):
 /// the MUSA wrapper's names and order, but `attention_chunk` defaults to `None`.
-pub static SGL_KERNEL_0_3_21: Signature = Signature {
-    function: "flash_attn_with_kvcache",
-    params: &SGL_KERNEL_PARAMS,
-    var_keyword: false,
-};
+pub static SGL_KERNEL_0_3_21: Signature =
+    Signature::new("flash_attn_with_kvcache", &SGL_KERNEL_PARAMS, false);
 
 #[cfg(test)]
 mod tests {
@@ -370,22 +392,25 @@ mod tests {
     #[test]
     fn defaults_and_passed_none_are_distinguished() {
         let bound = bind(&SGLANG_MUSA, &call(3, &["sinks"])).unwrap();
-        assert_eq!(bound.bound("ver"), &Bound::ParamDefault(PyValue::Int(3)));
-        assert_eq!(bound.bound("sinks"), &Bound::Given(PyValue::None));
+        assert_eq!(
+            bound.bound(Param::Ver),
+            &Bound::ParamDefault(PyValue::Int(3))
+        );
+        assert_eq!(bound.bound(Param::Sinks), &Bound::Given(PyValue::None));
         assert_eq!(
             bind(&SGL_KERNEL_0_3_21, &call(3, &[]))
                 .unwrap()
-                .get("attention_chunk"),
+                .get(Param::AttentionChunk),
             &PyValue::None
         );
         assert_eq!(SGLANG_MUSA.params.len(), 34);
-        assert_eq!(MATE_FA3_WRAPPER.params[30].0, "sinks");
-        assert_eq!(MATE_FA3_WRAPPER.params[34].0, "cp_tot_seqused_k");
+        assert_eq!(MATE_FA3_WRAPPER.params[30].0, Param::Sinks);
+        assert_eq!(MATE_FA3_WRAPPER.params[34].0, Param::CpTotSequsedK);
     }
 
     #[test]
     fn mate_mha_inserts_learnable_sink_at_position_23() {
-        let names: Vec<&str> = MATE_MHA.params.iter().map(|(n, _)| *n).collect();
+        let names: Vec<&str> = MATE_MHA.params.iter().map(|(p, _)| p.name()).collect();
         assert_eq!(names.len(), 34);
         assert_eq!(names[21], "window_size");
         assert_eq!(names[22], "learnable_sink");

@@ -89,7 +89,7 @@ const EXTRA_KEYWORDS: [&str; 8] = [
 ];
 
 fn parameter(u: &mut Unstructured) -> Result<&'static str> {
-    Ok(u.choose(signature::SGLANG_MUSA.params)?.0)
+    Ok(u.choose(signature::SGLANG_MUSA.params)?.0.name())
 }
 
 fn small_scalar(u: &mut Unstructured) -> Result<PyValue> {
@@ -115,7 +115,7 @@ impl Mutation {
         let tensors: Vec<&'static str> = signature::SGLANG_MUSA
             .params
             .iter()
-            .map(|(name, _)| *name)
+            .map(|(param, _)| param.name())
             .filter(|name| {
                 call.keywords
                     .iter()
@@ -241,8 +241,8 @@ impl Mutation {
                 let params = signature::SGLANG_MUSA.params;
                 let count = (*n).min(params.len());
                 let mut positional = Vec::with_capacity(count);
-                for (name, default) in &params[..count] {
-                    let value = match call.keywords.iter().position(|(k, _)| k == name) {
+                for (param, default) in &params[..count] {
+                    let value = match call.keywords.iter().position(|(k, _)| k == param.name()) {
                         Some(i) => call.keywords.remove(i).1,
                         None => match default.value() {
                             Some(v) => v,
@@ -324,8 +324,8 @@ mod tests {
         let before = case.call.bind_canonical().unwrap();
         Mutation::Positional(12).apply(&mut case.call);
         let after = case.call.bind_canonical().unwrap();
-        for (name, _) in signature::SGLANG_MUSA.params {
-            assert_eq!(before.get(name), after.get(name), "{name}");
+        for &(param, _) in signature::SGLANG_MUSA.params {
+            assert_eq!(before.get(param), after.get(param), "{param}");
         }
     }
 }

@@ -3,7 +3,7 @@
 //! re-checked so that no input can make it read or write out of bounds.
 
 use super::{KernelError, KernelOptions, MetadataSource};
-use crate::call::{BoundArgs, Dims, Dtype, KvCacheCall, PyValue};
+use crate::call::{BoundArgs, Dims, Dtype, KvCacheCall, Param, PyValue};
 use crate::mate::{
     self, KernelConfig, MetadataArgs, ResolvedMask, SchedulerMetadata, SplitHeuristicArgs,
 };
@@ -171,13 +171,13 @@ pub(super) fn plan(
     planner.check_indices()?;
     planner.check_fit(&lengths)?;
     let mask = planner.mask(&lengths)?;
-    let pack_gqa = match args.get("pack_gqa") {
+    let pack_gqa = match args.get(Param::PackGqa) {
         PyValue::None => None,
         v => v.truthy(),
     };
     let config = planner.kernel_config(group, pack_gqa)?;
     let softmax_scale = planner.softmax_scale()?;
-    let softcap = Some(args.get("softcap").as_number().unwrap_or(0.0))
+    let softcap = Some(args.get(Param::Softcap).as_number().unwrap_or(0.0))
         .filter(|&s| options.stack.softcap_enabled(s))
         .unwrap_or(0.0);
     let rotary_dim = planner.rotary_dim(&lengths, &mask.resolved)?;
@@ -196,7 +196,7 @@ pub(super) fn plan(
         config,
         softmax_scale,
         softcap,
-        rotary_interleaved: args.get("rotary_interleaved").truthy().unwrap_or(true),
+        rotary_interleaved: args.get(Param::RotaryInterleaved).truthy().unwrap_or(true),
         rotary_dim,
         cache_seqlens,
         metadata,
@@ -356,7 +356,7 @@ impl Planner<'_> {
         } else {
             None
         };
-        let cache_seqlens: Option<Vec<i64>> = match self.args.get("cache_seqlens") {
+        let cache_seqlens: Option<Vec<i64>> = match self.args.get(Param::CacheSeqlens) {
             PyValue::None => None,
             PyValue::Tensor(_) => ints(tensors, "cache_seqlens"),
             // mate: an int becomes k_cache.shape[0] copies (musa-fa3.md §2.3); FA3 and sgl-kernel:
@@ -450,8 +450,8 @@ impl Planner<'_> {
     /// mate's resolution of the mask arguments (§6.2, §6.1).
     fn mask(&self, lengths: &Lengths) -> Result<MaskArgs, KernelError> {
         let (args, dims) = (self.args, self.dims);
-        let causal = args.get("causal").truthy().unwrap_or(false);
-        let (window_left, window_right) = window(args.get("window_size"))?;
+        let causal = args.get(Param::Causal).truthy().unwrap_or(false);
+        let (window_left, window_right) = window(args.get(Param::WindowSize))?;
         let fixed_length = !dims.varlen_q
             && !dims.varlen_new
             && lengths.cache_seqlens.is_none()
@@ -460,7 +460,7 @@ impl Planner<'_> {
             && !dims.new_kv;
         let capacity = dims.seqlen_k as i64;
         let chunk = mate::reset_attention_chunk(
-            int_arg(args.get("attention_chunk"), "attention_chunk", 0)?,
+            int_arg(args.get(Param::AttentionChunk), "attention_chunk", 0)?,
             fixed_length,
             dims.seqlen_q as i64,
             capacity,
@@ -502,7 +502,7 @@ impl Planner<'_> {
     fn softmax_scale(&self) -> Result<f64, KernelError> {
         let d = self.dims.head_size;
         let qv_dim = self.tensors.get("qv").map_or(0, |_| self.dims.head_size_v);
-        match self.args.get("softmax_scale") {
+        match self.args.get(Param::SoftmaxScale) {
             PyValue::None => Ok(((d + qv_dim) as f64).powf(-0.5)),
             v => v
                 .as_number()
@@ -596,7 +596,7 @@ impl Planner<'_> {
                 window_left: mask.window_left,
                 window_right: mask.window_right,
                 attention_chunk: mask.chunk,
-                num_splits: int_arg(self.args.get("num_splits"), "num_splits", 0)?,
+                num_splits: int_arg(self.args.get(Param::NumSplits), "num_splits", 0)?,
                 pack_gqa,
                 mp: self.options.mp,
                 mp_margin: 0,
@@ -622,11 +622,11 @@ impl Planner<'_> {
         let num_splits = if !has_metadata {
             1
         } else {
-            let requested = int_arg(args.get("num_splits"), "num_splits", 0)?;
+            let requested = int_arg(args.get(Param::NumSplits), "num_splits", 0)?;
             if requested > 0 {
                 requested as usize
             } else {
-                let margin = int_arg(args.get("sm_margin"), "sm_margin", 0)?;
+                let margin = int_arg(args.get(Param::SmMargin), "sm_margin", 0)?;
                 mate::num_splits_heuristic(&SplitHeuristicArgs {
                     batch: dims.batch_size,
                     num_heads: dims.num_heads,

@@ -3,7 +3,7 @@
 
 use super::mask::{self, Mask, MaskRequest, StaticSizes};
 use super::{Precision, RefError, Stack};
-use crate::call::{BoundArgs, Dims, Dtype, KvCacheCall, LseLayout, PyValue};
+use crate::call::{BoundArgs, Dims, Dtype, KvCacheCall, LseLayout, Param, PyValue};
 use crate::numeric::round_to;
 use crate::tensor::{HostTensor, Tensors};
 use ndarray::{Array2, Array3, ArrayD, ArrayView2, ArrayView3, ArrayView4, Ix2, Ix3, Ix4, s};
@@ -119,19 +119,19 @@ pub struct Descale {
 impl Descale {
     /// The call's descale factors; missing ones are 1.
     fn read(args: &BoundArgs, tensors: &Tensors, b: usize, hk: usize) -> Result<Descale, RefError> {
-        let factor = |name: &str| -> Result<Array2<f64>, RefError> {
-            match tensors.get(name) {
-                Some(t) if args.tensor(name).is_some() => {
-                    expect_shape(t, name, &[b, hk])?;
+        let factor = |param: Param| -> Result<Array2<f64>, RefError> {
+            match tensors.get(param.name()) {
+                Some(t) if args.tensor(param).is_some() => {
+                    expect_shape(t, param.name(), &[b, hk])?;
                     Ok(t.data.clone().into_dimensionality::<Ix2>().expect("2-D"))
                 }
                 _ => Ok(Array2::ones((b, hk))),
             }
         };
         Ok(Descale {
-            q: factor("q_descale")?,
-            k: factor("k_descale")?,
-            v: factor("v_descale")?,
+            q: factor(Param::QDescale)?,
+            k: factor(Param::KDescale)?,
+            v: factor(Param::VDescale)?,
         })
     }
 }
@@ -259,10 +259,10 @@ fn nonneg(value: i64, what: &str) -> Result<usize, RefError> {
 }
 
 /// A Python int argument, also as a one-element tensor (the dispatcher converts those).
-fn int_arg(args: &BoundArgs, tensors: &Tensors, name: &str) -> Result<Option<i64>, RefError> {
+fn int_arg(args: &BoundArgs, tensors: &Tensors, name: Param) -> Result<Option<i64>, RefError> {
     match args.get(name) {
         PyValue::None => Ok(None),
-        PyValue::Tensor(_) => match tensors.get(name).map(HostTensor::ints).as_deref() {
+        PyValue::Tensor(_) => match tensors.get(name.name()).map(HostTensor::ints).as_deref() {
             Some([v]) => Ok(Some(*v)),
             _ => Err(unevaluable(format!("{name} must be a one-element tensor"))),
         },
@@ -283,7 +283,7 @@ fn window(args: &BoundArgs) -> Result<(i64, i64), RefError> {
             .as_int()
             .ok_or_else(|| unevaluable(format!("window_size entries must be ints, got {v}"))),
     };
-    match args.get("window_size") {
+    match args.get(Param::WindowSize) {
         PyValue::None => Ok((-1, -1)),
         PyValue::Tensor(t) => match t.int_values().as_deref() {
             Some([l, r, ..]) => Ok((*l, *r)),
@@ -296,7 +296,7 @@ fn window(args: &BoundArgs) -> Result<(i64, i64), RefError> {
     }
 }
 
-fn number(args: &BoundArgs, name: &str) -> Result<Option<f64>, RefError> {
+fn number(args: &BoundArgs, name: Param) -> Result<Option<f64>, RefError> {
     match args.get(name) {
         PyValue::None => Ok(None),
         v => v
@@ -314,7 +314,7 @@ fn cache_seqlens(
     stack: Stack,
     batch: usize,
 ) -> Result<Option<Vec<i64>>, RefError> {
-    match args.get("cache_seqlens") {
+    match args.get(Param::CacheSeqlens) {
         PyValue::None => Ok(None),
         PyValue::Tensor(_) => index_vector(tensors, "cache_seqlens", batch),
         v => {
@@ -399,7 +399,7 @@ impl<'a> Operands<'a> {
         let q_t = materialised(tensors, "q")?;
         let k_cache_t = materialised(tensors, "k_cache")?;
         let v_cache_t = materialised(tensors, "v_cache")?;
-        let qv_t = if args.tensor("qv").is_some() {
+        let qv_t = if args.tensor(Param::Qv).is_some() {
             Some(materialised(tensors, "qv")?)
         } else {
             None
@@ -488,7 +488,7 @@ fn resolve_mask(
     dims: &Dims,
     mla: bool,
 ) -> Result<mask::Resolved, RefError> {
-    let causal = args.get("causal").truthy().unwrap_or(false);
+    let causal = args.get(Param::Causal).truthy().unwrap_or(false);
     let request = if mla {
         MaskRequest {
             causal,
@@ -502,18 +502,18 @@ fn resolve_mask(
             causal,
             window_left,
             window_right,
-            attention_chunk: int_arg(args, tensors, "attention_chunk")?.unwrap_or(0),
+            attention_chunk: int_arg(args, tensors, Param::AttentionChunk)?.unwrap_or(0),
         }
     };
     let fixed_length = [
-        "cu_seqlens_q",
-        "cache_seqlens",
-        "cache_leftpad",
-        "page_table",
-        "k",
+        Param::CuSeqlensQ,
+        Param::CacheSeqlens,
+        Param::CacheLeftpad,
+        Param::PageTable,
+        Param::K,
     ]
     .iter()
-    .all(|n| args.get(n).is_none());
+    .all(|&p| args.get(p).is_none());
     Ok(mask::resolve(
         stack,
         request,
@@ -671,7 +671,7 @@ impl<'a> Problem<'a> {
         };
 
         let mut lengths = Lengths::read(&args, tensors, stack, &dims, mla, new_kv)?;
-        let rotary_tables = if new_kv && args.tensor("rotary_cos").is_some() {
+        let rotary_tables = if new_kv && args.tensor(Param::RotaryCos).is_some() {
             Some((
                 materialised(tensors, "rotary_cos")?,
                 materialised(tensors, "rotary_sin")?,
@@ -691,7 +691,7 @@ impl<'a> Problem<'a> {
             Some((cos, sin)) => Some(Rotary::new(
                 cos,
                 sin,
-                args.get("rotary_interleaved").truthy().unwrap_or(true),
+                args.get(Param::RotaryInterleaved).truthy().unwrap_or(true),
                 resolved.rotary_positions_advance,
                 d,
                 &batches,
@@ -704,7 +704,7 @@ impl<'a> Problem<'a> {
         } else {
             None
         };
-        let sinks = if stack.has_sinks() && !mla && args.tensor("sinks").is_some() {
+        let sinks = if stack.has_sinks() && !mla && args.tensor(Param::Sinks).is_some() {
             let t = materialised(tensors, "sinks")?;
             expect_shape(t, "sinks", &[h])?;
             Some(t.data.iter().copied().collect())
@@ -714,11 +714,11 @@ impl<'a> Problem<'a> {
         let softcap = if mla {
             None
         } else {
-            number(&args, "softcap")?.filter(|&c| stack.softcap_enabled(c))
+            number(&args, Param::Softcap)?.filter(|&c| stack.softcap_enabled(c))
         };
         let qv_dim = operands.qv.map_or(0, |qv| qv.dim().2);
         let scale =
-            number(&args, "softmax_scale")?.unwrap_or_else(|| ((d + qv_dim) as f64).powf(-0.5));
+            number(&args, Param::SoftmaxScale)?.unwrap_or_else(|| ((d + qv_dim) as f64).powf(-0.5));
         let total_knew = if new_kv { dims.total_new } else { 0 };
         let empty_kv = stack != Stack::Musa && b * cap + total_knew == 0;
         let lse_layout = match (dims.varlen_q, mla) {

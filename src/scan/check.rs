@@ -67,8 +67,8 @@ impl<'c> Bound<'c> {
             .args
             .iter()
             .take_while(|a| a.kind == ArgKind::Positional);
-        for ((name, _), arg) in signature.params.iter().zip(positional) {
-            by_name.insert(*name, arg);
+        for ((param, _), arg) in signature.params.iter().zip(positional) {
+            by_name.insert(param.name(), arg);
         }
         for arg in &call.args {
             if let ArgKind::Keyword(name) = &arg.kind {
@@ -107,7 +107,7 @@ impl<'c> Bound<'c> {
             .signature
             .params
             .iter()
-            .find(|(p, _)| *p == name)
+            .find(|(p, _)| p.name() == name)
             .and_then(|(_, d)| d.value());
         match (&arg.literal, default) {
             (Some(value), Some(default)) if python_eq(value, &default) => None,
@@ -181,7 +181,7 @@ fn placeholder_call(call: &CallSite) -> KvCacheCall {
 }
 
 fn has_param(signature: &Signature, name: &str) -> bool {
-    signature.params.iter().any(|(p, _)| *p == name)
+    signature.params.iter().any(|(p, _)| p.name() == name)
 }
 
 /// FA3M003, pointing at the argument CPython complains about.
@@ -198,7 +198,7 @@ fn signature_mismatch(
         .count();
     let bad_keyword = call.args.iter().find_map(|a| match &a.kind {
         ArgKind::Keyword(name) => {
-            let slot = target.params.iter().position(|(p, _)| p == name);
+            let slot = target.params.iter().position(|(p, _)| p.name() == name);
             match slot {
                 None => Some((a, name, false)),
                 Some(i) if i < positional => Some((a, name, true)),

@@ -3,7 +3,7 @@
 //! ([`get_scheduler_metadata`]), and the two ways arguments are chosen for a call: the call's own
 //! ([`own_args`]) and the ones SGLang's V3 wrapper injects ([`sglang_injected_args`], musa-fa3.md §2.5(a)).
 
-use crate::call::{BoundArgs, Dims, KvCacheCall, LayerInfo, MetadataArgsSpec, PyValue};
+use crate::call::{BoundArgs, Dims, KvCacheCall, LayerInfo, MetadataArgsSpec, Param, PyValue};
 use crate::mate::{self, MetadataArgs, SchedulerMetadata};
 use crate::tensor::Tensors;
 use thiserror::Error;
@@ -118,22 +118,22 @@ pub fn get_scheduler_metadata(
 }
 
 /// Integer values of an index argument: a tensor's materialised values, or an int repeated.
-fn index_values(args: &BoundArgs, tensors: &Tensors, name: &str, len: usize) -> Option<Vec<i64>> {
+fn index_values(args: &BoundArgs, tensors: &Tensors, name: Param, len: usize) -> Option<Vec<i64>> {
     match args.get(name) {
-        PyValue::Tensor(_) => tensors.get(name).map(|t| t.ints()),
+        PyValue::Tensor(_) => tensors.get(name.name()).map(|t| t.ints()),
         PyValue::None => None,
         v => v.as_int().map(|x| vec![x; len]),
     }
 }
 
 fn window(args: &BoundArgs) -> Option<[i64; 2]> {
-    match args.get("window_size").as_sequence() {
+    match args.get(Param::WindowSize).as_sequence() {
         Some([l, r]) => Some([l.as_int().unwrap_or(-1), r.as_int().unwrap_or(-1)]),
         _ => None,
     }
 }
 
-fn int_or(args: &BoundArgs, name: &str, default: i64) -> i64 {
+fn int_or(args: &BoundArgs, name: Param, default: i64) -> i64 {
     args.get(name).as_int().unwrap_or(default)
 }
 
@@ -143,7 +143,7 @@ pub fn own_args(call: &KvCacheCall, tensors: &Tensors) -> Result<MetadataArgsSpe
     let args = call.bind_canonical()?;
     let dims = Dims::of(&args).map_err(|e| e.0)?;
     let b = dims.batch_size;
-    let pack_gqa = match args.get("pack_gqa") {
+    let pack_gqa = match args.get(Param::PackGqa) {
         PyValue::None => None,
         v => v.truthy(),
     };
@@ -154,30 +154,35 @@ pub fn own_args(call: &KvCacheCall, tensors: &Tensors) -> Result<MetadataArgsSpe
         num_heads_q: dims.num_heads,
         num_heads_kv: dims.num_heads_k,
         headdim: dims.head_size,
-        cache_seqlens: index_values(&args, tensors, "cache_seqlens", b)
+        cache_seqlens: index_values(&args, tensors, Param::CacheSeqlens, b)
             .unwrap_or_else(|| vec![dims.seqlen_k as i64; b]),
-        qkv_dtype: args.tensor("q").map(|t| t.dtype.torch_name().to_string()),
+        qkv_dtype: args
+            .tensor(Param::Q)
+            .map(|t| t.dtype.torch_name().to_string()),
         headdim_v: Some(dims.head_size_v),
-        cu_seqlens_q: index_values(&args, tensors, "cu_seqlens_q", b + 1),
+        cu_seqlens_q: index_values(&args, tensors, Param::CuSeqlensQ, b + 1),
         cu_seqlens_k_new: if dims.varlen_new {
-            index_values(&args, tensors, "cu_seqlens_k_new", b + 1)
+            index_values(&args, tensors, Param::CuSeqlensKNew, b + 1)
         } else {
             None
         },
-        cache_leftpad: index_values(&args, tensors, "cache_leftpad", b),
+        cache_leftpad: index_values(&args, tensors, Param::CacheLeftpad, b),
         page_size: dims.paged.then_some(dims.page_size),
         max_seqlen_k_new: if dims.new_kv && !dims.varlen_new {
             dims.seqlen_new
         } else {
             0
         },
-        causal: args.get("causal").truthy().unwrap_or(false),
+        causal: args.get(Param::Causal).truthy().unwrap_or(false),
         window_size: window(&args),
-        attention_chunk: int_or(&args, "attention_chunk", 0),
-        has_softcap: args.get("softcap").as_number().is_some_and(|s| s != 0.0),
-        num_splits: int_or(&args, "num_splits", 0),
+        attention_chunk: int_or(&args, Param::AttentionChunk, 0),
+        has_softcap: args
+            .get(Param::Softcap)
+            .as_number()
+            .is_some_and(|s| s != 0.0),
+        num_splits: int_or(&args, Param::NumSplits, 0),
         pack_gqa,
-        sm_margin: usize::try_from(int_or(&args, "sm_margin", 0)).unwrap_or(0),
+        sm_margin: usize::try_from(int_or(&args, Param::SmMargin, 0)).unwrap_or(0),
     })
 }
 
@@ -193,34 +198,36 @@ pub fn sglang_injected_args(
 ) -> Result<MetadataArgsSpec, String> {
     let args = call.bind_canonical()?;
     let cu = args
-        .tensor("cu_seqlens_q")
+        .tensor(Param::CuSeqlensQ)
         .ok_or("'NoneType' object has no attribute 'shape'")?;
     let batch = cu.shape.last().copied().unwrap_or(0).saturating_sub(1);
     let dim = |x: i64| usize::try_from(x).unwrap_or(0);
     let max_seqlen_k = max_seqlen_k.unwrap_or(0);
     Ok(MetadataArgsSpec {
         batch_size: batch,
-        max_seqlen_q: dim(int_or(&args, "max_seqlen_q", 0)),
+        max_seqlen_q: dim(int_or(&args, Param::MaxSeqlenQ, 0)),
         max_seqlen_k: dim(max_seqlen_k),
         num_heads_q: dim(layer.tp_q_head_num),
         num_heads_kv: dim(layer.tp_k_head_num),
         headdim: dim(layer.qk_head_dim),
         // No cache_seqlens: the metadata kernel takes max_seqlen_k for every sequence (musa-fa3.md
         // §6.8 step 2).
-        cache_seqlens: index_values(&args, tensors, "cache_seqlens", batch)
+        cache_seqlens: index_values(&args, tensors, Param::CacheSeqlens, batch)
             .unwrap_or_else(|| vec![max_seqlen_k; batch]),
         qkv_dtype: None,
         headdim_v: Some(dim(layer.v_head_dim)),
-        cu_seqlens_q: index_values(&args, tensors, "cu_seqlens_q", batch + 1),
-        cu_seqlens_k_new: index_values(&args, tensors, "cu_seqlens_k_new", batch + 1),
+        cu_seqlens_q: index_values(&args, tensors, Param::CuSeqlensQ, batch + 1),
+        cu_seqlens_k_new: index_values(&args, tensors, Param::CuSeqlensKNew, batch + 1),
         cache_leftpad: None,
-        page_size: args.tensor("k_cache").and_then(|t| t.shape.get(1).copied()),
+        page_size: args
+            .tensor(Param::KCache)
+            .and_then(|t| t.shape.get(1).copied()),
         max_seqlen_k_new: 0,
-        causal: args.get("causal").truthy().unwrap_or(false),
+        causal: args.get(Param::Causal).truthy().unwrap_or(false),
         window_size: window(&args),
         attention_chunk: 0,
         has_softcap: false,
-        num_splits: int_or(&args, "num_splits", 0),
+        num_splits: int_or(&args, Param::NumSplits, 0),
         pack_gqa: None,
         sm_margin: 0,
     })

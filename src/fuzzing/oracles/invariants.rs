@@ -170,8 +170,8 @@ fn keywords_only(call: &KvCacheCall) -> KvCacheCall {
         keywords: Vec::new(),
         ..call.clone()
     };
-    for (value, (name, _)) in call.positional.iter().zip(signature::SGLANG_MUSA.params) {
-        out.set(name, value.clone());
+    for (value, (param, _)) in call.positional.iter().zip(signature::SGLANG_MUSA.params) {
+        out.set(param.name(), value.clone());
     }
     for (name, value) in &call.keywords {
         out.set(name, value.clone());

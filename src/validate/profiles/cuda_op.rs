@@ -8,11 +8,10 @@ use super::cuda_state::{
 };
 use super::mha_fwd::expanded_seqlens;
 use crate::call::signature;
-use crate::call::{Device, PyValue};
+use crate::call::{Device, Param, PyValue};
 use crate::validate::engine::{Check, Fail, HazardLog, Layer, reject, sites_of};
 use crate::validate::{Exception, Rejection};
 use std::borrow::Cow;
-use std::sync::OnceLock;
 
 /// The sites of a profile: CPython's binding errors, then every layer list's sites in order.
 pub fn profile_sites(layer_lists: &[&[&Layer<CudaState>]]) -> Vec<&'static str> {
@@ -73,13 +72,13 @@ pub fn binding_rejection(message: String) -> Rejection {
 /// `softmax_scale = (q.shape[-1] + (qv.shape[-1] if qv is not None else 0)) ** (-0.5)` when the
 /// caller passed none (both wrappers, cuda-fa3.md A.4 step 3).
 pub fn default_scale(s: &mut CudaState) -> Result<(), Fail> {
-    let given = s.py("softmax_scale");
+    let given = s.py(Param::SoftmaxScale);
     if !given.is_none() {
         s.softmax_scale = given.as_number().unwrap_or(f64::NAN);
         return Ok(());
     }
-    let d = python_shape(s.py("q"), -1)?;
-    let qv = s.py("qv");
+    let d = python_shape(s.py(Param::Q), -1)?;
+    let qv = s.py(Param::Qv);
     let dv = if qv.is_none() {
         0
     } else {
@@ -104,18 +103,18 @@ pub enum SeqlensLength {
 /// `if cache_seqlens is not None and isinstance(cache_seqlens, int)`: `torch.full((n,), value,
 /// dtype=torch.int32, device=k_cache.device)`.
 pub fn expand_int_seqlens(s: &mut CudaState, length: SeqlensLength) -> Result<(), Fail> {
-    let Some(value) = s.py("cache_seqlens").as_int() else {
+    let Some(value) = s.py(Param::CacheSeqlens).as_int() else {
         return Ok(());
     };
     let (name, source) = match length {
-        SeqlensLength::QRows => ("q.shape[0]", "q"),
-        SeqlensLength::CacheRows => ("k_cache.shape[0]", "k_cache"),
+        SeqlensLength::QRows => ("q.shape[0]", Param::Q),
+        SeqlensLength::CacheRows => ("k_cache.shape[0]", Param::KCache),
     };
     let n = python_shape(s.py(source), 0)?;
     if i32::try_from(value).is_err() {
         return Err(Fail::new("aten.full-overflow"));
     }
-    let device = s.py("k_cache").as_tensor().and_then(|t| t.device);
+    let device = s.py(Param::KCache).as_tensor().and_then(|t| t.device);
     let expanded = expanded_seqlens(n, value, device);
     if python_batch(s) != Some(n) {
         s.hazard(
@@ -129,15 +128,15 @@ pub fn expand_int_seqlens(s: &mut CudaState, length: SeqlensLength) -> Result<()
 
 /// The batch size `mha_fwd` will derive, when the Python values already tell it.
 fn python_batch(s: &CudaState) -> Option<usize> {
-    match s.py("cu_seqlens_q") {
-        PyValue::None => s.py("q").as_tensor()?.size(0),
+    match s.py(Param::CuSeqlensQ) {
+        PyValue::None => s.py(Param::Q).as_tensor()?.size(0),
         cu => cu.as_tensor()?.size(0)?.checked_sub(1),
     }
 }
 
 /// `window_size[0]`, `window_size[1]` as the wrapper evaluates them for the operator call.
 pub fn index_window(s: &mut CudaState) -> Result<(), Fail> {
-    let window = s.py("window_size");
+    let window = s.py(Param::WindowSize);
     let left = python_index(window, 0)?;
     let right = python_index(window, 1)?;
     s.window = [left, right];
@@ -148,12 +147,9 @@ pub fn index_window(s: &mut CudaState) -> Result<(), Fail> {
 fn op_value(s: &CudaState, index: usize) -> Cow<'_, PyValue> {
     match s.op.params[index].source {
         OpSource::Tensor(arg) => Cow::Borrowed(s.value(arg)),
-        OpSource::Python(_) => Cow::Borrowed(
-            s.op_python(index)
-                .expect("every Python source names a parameter of the schema's signature"),
-        ),
+        OpSource::Python(param) => Cow::Borrowed(s.py(param)),
         OpSource::AlwaysNone => Cow::Owned(PyValue::None),
-        OpSource::SoftmaxScale => match s.py("softmax_scale") {
+        OpSource::SoftmaxScale => match s.py(Param::SoftmaxScale) {
             PyValue::None => Cow::Owned(PyValue::Float(s.softmax_scale)),
             given => Cow::Borrowed(given),
         },
@@ -239,7 +235,6 @@ use OpSource::{AlwaysNone, Python, Tensor as Tn};
 pub static FA3_CUSTOM_OP: OpSchema = OpSchema {
     name: "flash_attn_3::_flash_attn_forward",
     signature: &signature::FA3,
-    slots: OnceLock::new(),
     params: &[
         p("q", T::Tensor, Tn(Arg::Q)),
         p("k", T::Tensor, Tn(Arg::K)),
@@ -257,7 +252,7 @@ pub static FA3_CUSTOM_OP: OpSchema = OpSchema {
         ),
         p("seqused_q", T::OptionalTensor, AlwaysNone),
         p("seqused_k", T::OptionalTensor, Tn(Arg::SequsedK)),
-        p("max_seqlen_q", T::OptionalInt, Python("max_seqlen_q")),
+        p("max_seqlen_q", T::OptionalInt, Python(Param::MaxSeqlenQ)),
         p("max_seqlen_k", T::OptionalInt, AlwaysNone),
         p("page_table", T::OptionalTensor, Tn(Arg::PageTable)),
         p("kv_batch_idx", T::OptionalTensor, Tn(Arg::KvBatchIdx)),
@@ -269,20 +264,24 @@ pub static FA3_CUSTOM_OP: OpSchema = OpSchema {
         p("k_descale", T::OptionalTensor, Tn(Arg::KDescale)),
         p("v_descale", T::OptionalTensor, Tn(Arg::VDescale)),
         p("softmax_scale", T::OptionalFloat, OpSource::SoftmaxScale),
-        p("causal", T::Bool, Python("causal")),
+        p("causal", T::Bool, Python(Param::Causal)),
         p("window_size_left", T::Int, OpSource::WindowLeft),
         p("window_size_right", T::Int, OpSource::WindowRight),
         p("attention_chunk", T::Int, OpSource::AttentionChunk),
-        p("softcap", T::Float, Python("softcap")),
-        p("rotary_interleaved", T::Bool, Python("rotary_interleaved")),
+        p("softcap", T::Float, Python(Param::Softcap)),
+        p(
+            "rotary_interleaved",
+            T::Bool,
+            Python(Param::RotaryInterleaved),
+        ),
         p(
             "scheduler_metadata",
             T::OptionalTensor,
             Tn(Arg::SchedulerMetadata),
         ),
-        p("num_splits", T::Int, Python("num_splits")),
-        p("pack_gqa", T::OptionalBool, Python("pack_gqa")),
-        p("sm_margin", T::Int, Python("sm_margin")),
+        p("num_splits", T::Int, Python(Param::NumSplits)),
+        p("pack_gqa", T::OptionalBool, Python(Param::PackGqa)),
+        p("sm_margin", T::Int, Python(Param::SmMargin)),
     ],
 };
 
@@ -290,7 +289,6 @@ pub static FA3_CUSTOM_OP: OpSchema = OpSchema {
 pub static SGL_FWD_OP: OpSchema = OpSchema {
     name: "sgl_kernel::fwd",
     signature: &signature::SGL_KERNEL_0_3_21,
-    slots: OnceLock::new(),
     params: &[
         p("q", T::Tensor, Tn(Arg::Q)),
         p("k", T::Tensor, Tn(Arg::K)),
@@ -308,7 +306,7 @@ pub static SGL_FWD_OP: OpSchema = OpSchema {
         ),
         p("seqused_q", T::OptionalTensor, AlwaysNone),
         p("seqused_k", T::OptionalTensor, Tn(Arg::SequsedK)),
-        p("max_seqlen_q", T::OptionalInt, Python("max_seqlen_q")),
+        p("max_seqlen_q", T::OptionalInt, Python(Param::MaxSeqlenQ)),
         p("max_seqlen_k", T::OptionalInt, AlwaysNone),
         p("page_table", T::OptionalTensor, Tn(Arg::PageTable)),
         p("kv_batch_idx", T::OptionalTensor, Tn(Arg::KvBatchIdx)),
@@ -320,24 +318,24 @@ pub static SGL_FWD_OP: OpSchema = OpSchema {
         p("k_descale", T::OptionalTensor, Tn(Arg::KDescale)),
         p("v_descale", T::OptionalTensor, Tn(Arg::VDescale)),
         p("softmax_scale", T::OptionalFloat, OpSource::SoftmaxScale),
-        p("is_causal", T::Bool, Python("causal")),
+        p("is_causal", T::Bool, Python(Param::Causal)),
         p("window_size_left", T::Int, OpSource::WindowLeft),
         p("window_size_right", T::Int, OpSource::WindowRight),
         p("attention_chunk", T::Int, OpSource::AttentionChunk),
-        p("softcap", T::Float, Python("softcap")),
+        p("softcap", T::Float, Python(Param::Softcap)),
         p(
             "is_rotary_interleaved",
             T::Bool,
-            Python("rotary_interleaved"),
+            Python(Param::RotaryInterleaved),
         ),
         p(
             "scheduler_metadata",
             T::OptionalTensor,
             Tn(Arg::SchedulerMetadata),
         ),
-        p("num_splits", T::Int, Python("num_splits")),
-        p("pack_gqa", T::OptionalBool, Python("pack_gqa")),
-        p("sm_margin", T::Int, Python("sm_margin")),
+        p("num_splits", T::Int, Python(Param::NumSplits)),
+        p("pack_gqa", T::OptionalBool, Python(Param::PackGqa)),
+        p("sm_margin", T::Int, Python(Param::SmMargin)),
         p("sinks", T::OptionalTensor, Tn(Arg::Sinks)),
     ],
 };
@@ -348,8 +346,8 @@ pub fn maybe_contiguous_all(s: &mut CudaState, args: &[Arg]) -> Result<(), Fail>
 }
 
 /// `x.stride(-1) == 1` of a Python wrapper's stride assert, failing with `site`.
-pub fn assert_last_stride(s: &CudaState, name: &str, site: &'static str) -> Result<(), Fail> {
-    if python_stride_last(s.py(name))? == 1 {
+pub fn assert_last_stride(s: &CudaState, param: Param, site: &'static str) -> Result<(), Fail> {
+    if python_stride_last(s.py(param))? == 1 {
         Ok(())
     } else {
         Err(Fail::new(site))

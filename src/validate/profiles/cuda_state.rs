@@ -4,10 +4,9 @@
 //! One state type serves the Python layers of `fa3`/`fa3-stable`/`sgl-kernel`, the operator-call
 //! layer and the shared C++ layer ([`super::mha_fwd`]), so that a profile is just a list of layers.
 
-use crate::call::{BoundArgs, Device, PyValue, Signature, TensorArg};
+use crate::call::{BoundArgs, Device, Param, PyValue, Signature, TensorArg};
 use crate::validate::engine::{Fail, HazardLog};
 use crate::validate::{Hazard, Resolved};
-use std::sync::OnceLock;
 
 /// Which C++ front end raised a `TORCH_CHECK`: the message text differs, the checks do not
 /// (cuda-fa3.md §0.2).
@@ -74,57 +73,34 @@ impl Arg {
     }
 
     /// The Python parameter of `flash_attn_with_kvcache` that feeds it.
-    pub fn python(self) -> &'static str {
+    pub fn python(self) -> Param {
         match self {
-            Arg::Q => "q",
-            Arg::K => "k_cache",
-            Arg::V => "v_cache",
-            Arg::KNew => "k",
-            Arg::VNew => "v",
-            Arg::QV => "qv",
-            Arg::CuSeqlensQ => "cu_seqlens_q",
-            Arg::CuSeqlensKNew => "cu_seqlens_k_new",
-            Arg::SequsedK => "cache_seqlens",
-            Arg::PageTable => "page_table",
-            Arg::KvBatchIdx => "cache_batch_idx",
-            Arg::LeftpadK => "cache_leftpad",
-            Arg::RotaryCos => "rotary_cos",
-            Arg::RotarySin => "rotary_sin",
-            Arg::SeqlensRotary => "rotary_seqlens",
-            Arg::QDescale => "q_descale",
-            Arg::KDescale => "k_descale",
-            Arg::VDescale => "v_descale",
-            Arg::SchedulerMetadata => "scheduler_metadata",
-            Arg::Sinks => "sinks",
+            Arg::Q => Param::Q,
+            Arg::K => Param::KCache,
+            Arg::V => Param::VCache,
+            Arg::KNew => Param::K,
+            Arg::VNew => Param::V,
+            Arg::QV => Param::Qv,
+            Arg::CuSeqlensQ => Param::CuSeqlensQ,
+            Arg::CuSeqlensKNew => Param::CuSeqlensKNew,
+            Arg::SequsedK => Param::CacheSeqlens,
+            Arg::PageTable => Param::PageTable,
+            Arg::KvBatchIdx => Param::CacheBatchIdx,
+            Arg::LeftpadK => Param::CacheLeftpad,
+            Arg::RotaryCos => Param::RotaryCos,
+            Arg::RotarySin => Param::RotarySin,
+            Arg::SeqlensRotary => Param::RotarySeqlens,
+            Arg::QDescale => Param::QDescale,
+            Arg::KDescale => Param::KDescale,
+            Arg::VDescale => Param::VDescale,
+            Arg::SchedulerMetadata => Param::SchedulerMetadata,
+            Arg::Sinks => Param::Sinks,
         }
     }
 
     fn bit(self) -> u32 {
         1 << (self as u32)
     }
-
-    const ALL: [Arg; 20] = [
-        Arg::Q,
-        Arg::K,
-        Arg::V,
-        Arg::KNew,
-        Arg::VNew,
-        Arg::QV,
-        Arg::CuSeqlensQ,
-        Arg::CuSeqlensKNew,
-        Arg::SequsedK,
-        Arg::PageTable,
-        Arg::KvBatchIdx,
-        Arg::LeftpadK,
-        Arg::RotaryCos,
-        Arg::RotarySin,
-        Arg::SeqlensRotary,
-        Arg::QDescale,
-        Arg::KDescale,
-        Arg::VDescale,
-        Arg::SchedulerMetadata,
-        Arg::Sinks,
-    ];
 }
 
 /// Sizes `mha_fwd` derives (`flash_api.cpp:L758-775`), as C++ `int`s (held in `i64`).
@@ -232,13 +208,8 @@ impl CudaState {
     }
 
     /// The effective value of a Python parameter.
-    pub fn py(&self, name: &str) -> &PyValue {
-        self.bound.get(name)
-    }
-
-    /// The value of the operator's `index`-th parameter when its source is a Python parameter.
-    pub fn op_python(&self, index: usize) -> Option<&PyValue> {
-        self.op.slots().params[index].map(|i| self.bound.params[i].value())
+    pub fn py(&self, param: Param) -> &PyValue {
+        self.bound.get(param)
     }
 
     /// The value the operator receives for `arg`.
@@ -246,8 +217,8 @@ impl CudaState {
         match (&self.seqused_k, arg) {
             (SequsedK::Expanded(v), Arg::SequsedK) => v,
             // Upstream's signature has no `sinks`: it is never passed there.
-            _ => self.op.slots().args[arg as usize]
-                .map_or(&NOT_A_PARAMETER, |i| self.bound.params[i].value()),
+            _ if !self.bound.has_param(arg.python()) => &NOT_A_PARAMETER,
+            _ => self.bound.get(arg.python()),
         }
     }
 
@@ -473,7 +444,7 @@ impl SchemaType {
 pub enum OpSource {
     Tensor(Arg),
     /// A Python parameter passed through unchanged.
-    Python(&'static str),
+    Python(Param),
     /// Always `None` from `flash_attn_with_kvcache`.
     AlwaysNone,
     SoftmaxScale,
@@ -488,41 +459,6 @@ pub struct OpSchema {
     /// The Python signature whose bound arguments feed the operator.
     pub signature: &'static Signature,
     pub params: &'static [SchemaParam],
-    /// Parameter positions in `signature`, computed on first use.
-    pub slots: OnceLock<Slots>,
-}
-
-/// Where [`OpSchema::signature`] holds each value the CUDA layers read, so that no check looks a
-/// parameter up by name.
-pub struct Slots {
-    /// Per [`Arg`]; `None` where the signature lacks the parameter (upstream has no `sinks`).
-    args: [Option<usize>; Arg::ALL.len()],
-    /// Per schema parameter with an [`OpSource::Python`] source.
-    params: Vec<Option<usize>>,
-}
-
-impl OpSchema {
-    pub fn slots(&self) -> &Slots {
-        self.slots.get_or_init(|| {
-            let position = |wanted: &str| {
-                self.signature
-                    .params
-                    .iter()
-                    .position(|(name, _)| *name == wanted)
-            };
-            Slots {
-                args: Arg::ALL.map(|arg| position(arg.python())),
-                params: self
-                    .params
-                    .iter()
-                    .map(|p| match p.source {
-                        OpSource::Python(name) => position(name),
-                        _ => None,
-                    })
-                    .collect(),
-            }
-        })
-    }
 }
 
 /// Error-site ids of generic Python / ATen / dispatcher errors, shared by every CUDA profile.

@@ -9,7 +9,7 @@ use super::cuda_op::{
 };
 use super::cuda_state::{Arg, CudaState, Flavour};
 use super::mha_fwd::{LAUNCH, MHA_FWD, render, resolved};
-use crate::call::{Device, KvCacheCall, signature};
+use crate::call::{Device, KvCacheCall, Param, signature};
 use crate::validate::engine::{Check, HazardLog, Layer, run_layers};
 use crate::validate::{Outcome, Profile, Verdict};
 use std::sync::OnceLock;
@@ -23,12 +23,12 @@ static PYTHON: Layer<CudaState> = Layer {
         Check {
             name: "k_cache last stride",
             sites: &["py.no-attribute", "aten.dim-no-dims", "fa3.A-1"],
-            run: |s| assert_last_stride(s, "k_cache", "fa3.A-1"),
+            run: |s| assert_last_stride(s, Param::KCache, "fa3.A-1"),
         },
         Check {
             name: "v_cache last stride",
             sites: &["py.no-attribute", "aten.dim-no-dims", "fa3.A-2"],
-            run: |s| assert_last_stride(s, "v_cache", "fa3.A-2"),
+            run: |s| assert_last_stride(s, Param::VCache, "fa3.A-2"),
         },
         Check {
             name: "default softmax_scale",
@@ -53,7 +53,7 @@ static PYTHON: Layer<CudaState> = Layer {
                 "aten.dim-range",
             ],
             run: |s| {
-                s.attention_chunk = s.py("attention_chunk").clone();
+                s.attention_chunk = s.py(Param::AttentionChunk).clone();
                 index_window(s)
             },
         },
@@ -144,7 +144,7 @@ impl Profile for Fa3 {
         let mut state = CudaState::new(bound, self.flavour, &FA3_CUSTOM_OP);
         let outcome = match run_layers(&mut state, &LAYERS) {
             Ok(()) => {
-                if state.py("return_softmax_lse").truthy() == Some(true) {
+                if state.py(Param::ReturnSoftmaxLse).truthy() == Some(true) {
                     state.hazard(
                         "H-CUDA-RETURNS-4-TUPLE",
                         &["out_accum, softmax_lse_accum; empty float32 tensors unless split"],

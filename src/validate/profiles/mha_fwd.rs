@@ -10,7 +10,7 @@
 //! Site ids follow that section's numbering (`fa3.B-17a` is the first shape check of B.17).
 
 use super::cuda_state::{Arg, CudaState, Flavour, MhaResolution, MhaSizes, SequsedK};
-use crate::call::{Device, Dtype, LseLayout, PyValue, TensorArg};
+use crate::call::{Device, Dtype, LseLayout, Param, PyValue, TensorArg};
 use crate::hopper::{
     Fa3Layout, MODELLED_ARCH, NUM_SM, ceil_div, num_splits_heuristic, round_up_headdim,
     round_up_headdimv, should_pack_gqa, tile_size_fwd_sm90,
@@ -143,7 +143,7 @@ pub static MHA_FWD: Layer<CudaState> = Layer {
                     on_cuda(s, Arg::CuSeqlensQ, "fa3.B-11a")?;
                     contiguous(s, Arg::CuSeqlensQ, "fa3.B-11b")?;
                     dtype_is(s, Arg::CuSeqlensQ, Dtype::Int32, "fa3.B-11c")?;
-                    ensure(!s.py("max_seqlen_q").is_none(), "fa3.B-11d")?;
+                    ensure(!s.py(Param::MaxSeqlenQ).is_none(), "fa3.B-11d")?;
                 }
                 Ok(())
             }
@@ -420,7 +420,7 @@ fn derive_sizes(s: &mut CudaState) -> Result<(), Fail> {
     let unchecked = |i: usize| q.shape.get(i).copied().unwrap_or(0) as i64;
     if varlen_q {
         z.batch_size = as_c_int(s.size(Arg::CuSeqlensQ, 0)? - 1);
-        z.seqlen_q = as_c_int(op_int(s.py("max_seqlen_q")));
+        z.seqlen_q = as_c_int(op_int(s.py(Param::MaxSeqlenQ)));
         z.total_q = unchecked(0);
     } else {
         z.batch_size = unchecked(0);
@@ -588,7 +588,7 @@ fn check_descales(s: &mut CudaState) -> Result<(), Fail> {
     if q_dtype(s) != Dtype::Float8E4m3fn {
         for (arg, _, _) in descales {
             if s.has(arg) {
-                s.hazard("H-CUDA-DESCALE-IGNORED", &[arg.python()]);
+                s.hazard("H-CUDA-DESCALE-IGNORED", &[arg.python().name()]);
             }
         }
         return Ok(());
@@ -617,7 +617,7 @@ fn check_descales(s: &mut CudaState) -> Result<(), Fail> {
 fn resolve(s: &mut CudaState) {
     let z = s.sizes.clone();
     let paged = s.has(Arg::PageTable);
-    let mut causal = op_bool(s.py("causal"));
+    let mut causal = op_bool(s.py(Param::Causal));
     let mut wl = op_int(&s.window[0]);
     let mut wr = op_int(&s.window[1]);
     let chunk = op_int(&s.attention_chunk);
@@ -649,7 +649,7 @@ fn resolve(s: &mut CudaState) {
         window_left = window_left.min(chunk - 1);
         window_right = window_right.min(chunk - 1);
     }
-    let softcap = op_float(s.py("softcap"));
+    let softcap = op_float(s.py(Param::Softcap));
     if softcap < 0.0 {
         s.hazard("H-CUDA-SOFTCAP-NEGATIVE", &[]);
     }
@@ -693,8 +693,8 @@ fn resolve(s: &mut CudaState) {
         paged_non_tma,
         has_softcap,
     );
-    let requested = op_int(s.py("num_splits"));
-    let num_sm = as_c_int(NUM_SM - op_int(s.py("sm_margin")));
+    let requested = op_int(s.py(Param::NumSplits));
+    let num_sm = as_c_int(NUM_SM - op_int(s.py(Param::SmMargin)));
     let num_splits = if requested <= 0 {
         let seqlen_k_loaded = if is_local {
             0.max(z.seqlen_k.min(window_right + window_left + 1 + tile_m))
@@ -717,7 +717,7 @@ fn resolve(s: &mut CudaState) {
     } else {
         as_c_int(requested)
     };
-    let pack_gqa = match s.py("pack_gqa") {
+    let pack_gqa = match s.py(Param::PackGqa) {
         PyValue::None => {
             paged_non_tma
                 || num_splits > 1

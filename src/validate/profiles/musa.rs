@@ -11,7 +11,8 @@
 use super::musa_sglang::WindowBound;
 use super::{musa_mate, musa_sglang};
 use crate::call::{
-    BoundArgs, Device, Dtype, KvCacheCall, LseLayout, PyValue, SglangBackend, TensorArg, signature,
+    BoundArgs, Device, Dtype, KvCacheCall, LseLayout, Param, PyValue, SglangBackend, TensorArg,
+    signature,
 };
 use crate::mate::KernelConfig;
 use crate::mate::python::{PyNum, PythonMask};
@@ -80,60 +81,18 @@ impl HazardLog for MusaState {
     }
 }
 
-/// The position of a wrapper parameter in [`signature::SGLANG_MUSA`]: a `match` instead of a search
-/// of the parameter list, because checks read arguments on the hot path.
-fn param_index(name: &str) -> usize {
-    match name {
-        "q" => 0,
-        "k_cache" => 1,
-        "v_cache" => 2,
-        "k" => 3,
-        "v" => 4,
-        "qv" => 5,
-        "rotary_cos" => 6,
-        "rotary_sin" => 7,
-        "cache_seqlens" => 8,
-        "cache_batch_idx" => 9,
-        "cache_leftpad" => 10,
-        "page_table" => 11,
-        "cu_seqlens_q" => 12,
-        "cu_seqlens_k_new" => 13,
-        "max_seqlen_q" => 14,
-        "rotary_seqlens" => 15,
-        "q_descale" => 16,
-        "k_descale" => 17,
-        "v_descale" => 18,
-        "softmax_scale" => 19,
-        "causal" => 20,
-        "window_size" => 21,
-        "attention_chunk" => 22,
-        "softcap" => 23,
-        "rotary_interleaved" => 24,
-        "scheduler_metadata" => 25,
-        "num_splits" => 26,
-        "pack_gqa" => 27,
-        "sm_margin" => 28,
-        "return_softmax_lse" => 29,
-        "sinks" => 30,
-        "score_mod" => 31,
-        "aux_tensors" => 32,
-        "ver" => 33,
-        other => panic!("the SGLang MUSA wrapper has no parameter {other}"),
-    }
-}
-
 impl MusaState {
     /// The effective value of a wrapper parameter (SGLang's names).
-    pub(super) fn arg(&self, name: &str) -> &PyValue {
-        self.args.params[param_index(name)].value()
+    pub(super) fn arg(&self, param: Param) -> &PyValue {
+        self.args.get(param)
     }
 
-    pub(super) fn tensor(&self, name: &str) -> Option<&TensorArg> {
-        self.arg(name).as_tensor()
+    pub(super) fn tensor(&self, param: Param) -> Option<&TensorArg> {
+        self.arg(param).as_tensor()
     }
 
-    pub(super) fn given(&self, name: &str) -> bool {
-        !self.arg(name).is_none()
+    pub(super) fn given(&self, param: Param) -> bool {
+        !self.arg(param).is_none()
     }
 }
 
@@ -232,7 +191,7 @@ impl Profile for MusaProfile {
             }
         };
         let mut state = MusaState {
-            seqused_k: args.get("cache_seqlens").clone(),
+            seqused_k: args.get(Param::CacheSeqlens).clone(),
             args,
             // Only a backend that has recorded a layer can inject; others are not copied.
             backend: call
@@ -287,7 +246,7 @@ fn to_usize(x: i64) -> usize {
 /// The parameters an accepted call runs with.
 fn resolved(s: &MusaState) -> Resolved {
     let d = &s.dims;
-    let varlen_q = s.given("cu_seqlens_q");
+    let varlen_q = s.given(Param::CuSeqlensQ);
     if s.mla {
         return musa_mate::mla_resolved(s);
     }
@@ -317,7 +276,7 @@ fn resolved(s: &MusaState) -> Resolved {
         window_left: mask.window_left,
         window_right: mask.window_right,
         attention_chunk: s.attention_chunk,
-        softcap: s.arg("softcap").as_number().unwrap_or(0.0),
+        softcap: s.arg(Param::Softcap).as_number().unwrap_or(0.0),
         softmax_scale: s.softmax_scale,
         num_splits: if s.has_metadata { s.num_splits } else { 1 },
         pack_gqa: config.pack_gqa,
@@ -329,17 +288,5 @@ fn resolved(s: &MusaState) -> Resolved {
             LseLayout::BatchHeadSeq
         },
         mla_decode: false,
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn parameter_positions_match_the_signature() {
-        for (i, (name, _)) in signature::SGLANG_MUSA.params.iter().enumerate() {
-            assert_eq!(param_index(name), i, "{name}");
-        }
     }
 }

@@ -7,7 +7,7 @@ use super::musa::{FwdDims, Injection, MusaState, fail_if, int32_vector, is_musa}
 use super::musa_sglang::{
     MaskOperandError, WindowBound, ambiguous_values, mask_operands, tensor_bound, window_pair,
 };
-use crate::call::{Dtype, LseLayout, PyValue, TensorArg};
+use crate::call::{Dtype, LseLayout, Param, PyValue, TensorArg};
 use crate::mate;
 use crate::mate::python::{self, NumKind, PyNum};
 use crate::validate::engine::{Check, Fail, HazardLog, Layer};
@@ -22,7 +22,7 @@ pub static MHA_INTERFACE: Layer<MusaState> = Layer {
             run: |s| {
                 last_dim_contiguous(
                     s,
-                    "k_cache",
+                    Param::KCache,
                     ["musa.K-1.attr", "musa.K-1.index", "musa.K-1"],
                 )
             },
@@ -33,7 +33,7 @@ pub static MHA_INTERFACE: Layer<MusaState> = Layer {
             run: |s| {
                 last_dim_contiguous(
                     s,
-                    "v_cache",
+                    Param::VCache,
                     ["musa.K-2.attr", "musa.K-2.index", "musa.K-2"],
                 )
             },
@@ -68,7 +68,7 @@ pub static MLA_BRANCH: Layer<MusaState> = Layer {
             name: "use_flash_mla_asm",
             sites: &["musa.MLA-1.index"],
             run: |s| {
-                let qv = s.tensor("qv").expect("routed by qv's shape");
+                let qv = s.tensor(Param::Qv).expect("routed by qv's shape");
                 py::shape_at(qv, -2, "musa.MLA-1.index").map(|_| ())
             },
         },
@@ -86,7 +86,7 @@ pub static MLA_BRANCH: Layer<MusaState> = Layer {
             sites: &["musa.MLA-3"],
             run: |s| {
                 fail_if(
-                    s.given("cu_seqlens_q") && !s.given("max_seqlen_q"),
+                    s.given(Param::CuSeqlensQ) && !s.given(Param::MaxSeqlenQ),
                     "musa.MLA-3",
                 )
             },
@@ -95,7 +95,7 @@ pub static MLA_BRANCH: Layer<MusaState> = Layer {
             name: "workspace",
             sites: &["musa.MLA-4"],
             run: |s| {
-                let none = !s.given("scheduler_metadata") && s.injection == Injection::Off;
+                let none = !s.given(Param::SchedulerMetadata) && s.injection == Injection::Off;
                 fail_if(none, "musa.MLA-4")
             },
         },
@@ -142,7 +142,7 @@ fn mla_is_inited(s: &MusaState) -> Option<bool> {
         Injection::Mla { is_inited } => Some(is_inited),
         // A non-MLA backend injected a metadata tensor: `[1]` is a 0-dim tensor.
         Injection::Recompute { .. } | Injection::Reuse => None,
-        Injection::Off => match s.arg("scheduler_metadata") {
+        Injection::Off => match s.arg(Param::SchedulerMetadata) {
             PyValue::None => Some(false),
             PyValue::Tuple(items) | PyValue::List(items) => match items.get(1) {
                 Some(PyValue::Bool(b)) => Some(*b),
@@ -156,7 +156,10 @@ fn mla_is_inited(s: &MusaState) -> Option<bool> {
 /// tvm-ffi converts every argument before the body runs: non-optional tensors, then `bool is_inited`.
 fn mla_arguments(s: &mut MusaState) -> Result<(), Fail> {
     fail_if(s.seqused_k.as_tensor().is_none(), "musa.MLA-2.seqlens_k")?;
-    fail_if(s.tensor("page_table").is_none(), "musa.MLA-2.block_table")?;
+    fail_if(
+        s.tensor(Param::PageTable).is_none(),
+        "musa.MLA-2.block_table",
+    )?;
     fail_if(mla_is_inited(s).is_none(), "musa.MLA-2.is_inited")
 }
 
@@ -179,7 +182,7 @@ fn mla_metadata(s: &mut MusaState) -> Result<(), Fail> {
 /// `mla_with_kvcache` (heads != 128) or `flash_mla_asm` (128 heads), as far as a call can reach:
 /// device, dtypes, int32 index tensors, block-table stride, page size.
 fn mla_kernel(s: &mut MusaState) -> Result<(), Fail> {
-    let qv = s.tensor("qv").expect("routed");
+    let qv = s.tensor(Param::Qv).expect("routed");
     let asm = qv.size(-2) == Some(128);
     let [latent, rope] = if asm {
         ["q_nope", "q_pe"]
@@ -187,11 +190,11 @@ fn mla_kernel(s: &mut MusaState) -> Result<(), Fail> {
         ["q_latent", "q_rope"]
     };
     let seqlens = s.seqused_k.as_tensor().expect("converted");
-    let page_table = s.tensor("page_table").expect("converted");
+    let page_table = s.tensor(Param::PageTable).expect("converted");
     let (q, ckv, kpe) = (
-        s.tensor("q").expect("routed"),
-        s.tensor("v_cache").expect("K-2"),
-        s.tensor("k_cache").expect("K-1"),
+        s.tensor(Param::Q).expect("routed"),
+        s.tensor(Param::VCache).expect("K-2"),
+        s.tensor(Param::KCache).expect("K-1"),
     );
     let inputs = [
         (latent, qv),
@@ -235,7 +238,7 @@ fn mla_kernel(s: &mut MusaState) -> Result<(), Fail> {
         contiguous(name, cu)?;
         int32(name, cu)
     };
-    let cu = s.tensor("cu_seqlens_q");
+    let cu = s.tensor(Param::CuSeqlensQ);
     let block_stride = page_table.stride_of(-1).unwrap_or(1);
     if asm {
         contiguous("seqlens_k", seqlens)?;
@@ -302,13 +305,13 @@ fn fail_if_with<const N: usize>(
 /// The `expect_shape` checks of the MLA kernels on the tensors a call supplies (`flash_mla_asm`
 /// checks the caches with its fixed page size 64).
 fn mla_shapes(s: &MusaState, asm: bool) -> Result<(), Fail> {
-    let qv = s.tensor("qv").expect("routed");
-    let q = s.tensor("q").expect("routed");
-    let ckv = s.tensor("v_cache").expect("K-2");
-    let kpe = s.tensor("k_cache").expect("K-1");
+    let qv = s.tensor(Param::Qv).expect("routed");
+    let q = s.tensor(Param::Q).expect("routed");
+    let ckv = s.tensor(Param::VCache).expect("K-2");
+    let kpe = s.tensor(Param::KCache).expect("K-1");
     let seqlens = s.seqused_k.as_tensor().expect("converted");
-    let block_table = s.tensor("page_table").expect("converted");
-    let cu = s.tensor("cu_seqlens_q");
+    let block_table = s.tensor(Param::PageTable).expect("converted");
+    let cu = s.tensor(Param::CuSeqlensQ);
     let size = |t: &TensorArg, d: isize| py::int(t.size(d).unwrap_or(0));
     let batch = cu.map_or(size(qv, 0), |c| size(c, 0) - 1);
     let heads = size(qv, -2);
@@ -405,12 +408,12 @@ pub static FMHA_FWD: Layer<MusaState> = Layer {
         Check {
             name: "qv unsupported",
             sites: &["musa.F-1"],
-            run: |s| fail_if(s.given("qv"), "musa.F-1"),
+            run: |s| fail_if(s.given(Param::Qv), "musa.F-1"),
         },
         Check {
             name: "k_new and v_new together",
             sites: &["musa.F-2"],
-            run: |s| fail_if(s.given("k") != s.given("v"), "musa.F-2"),
+            run: |s| fail_if(s.given(Param::K) != s.given(Param::V), "musa.F-2"),
         },
         Check {
             name: "maybe_contiguous",
@@ -482,7 +485,7 @@ pub static FMHA_FWD: Layer<MusaState> = Layer {
             run: |s| {
                 let d = s.dims;
                 fail_if(
-                    !s.given("cache_batch_idx") && d.batch_size_k != d.batch_size,
+                    !s.given(Param::CacheBatchIdx) && d.batch_size_k != d.batch_size,
                     "musa.F-17",
                 )
             },
@@ -496,7 +499,7 @@ pub static FMHA_FWD: Layer<MusaState> = Layer {
             name: "cu_seqlens_q shape",
             sites: &["musa.F-20"],
             run: |s| {
-                let bad = s.tensor("cu_seqlens_q").is_some_and(|t| t.ndim() != 1);
+                let bad = s.tensor(Param::CuSeqlensQ).is_some_and(|t| t.ndim() != 1);
                 fail_if(bad, "musa.F-20")
             },
         },
@@ -573,7 +576,7 @@ pub static KERNEL_CONFIG: Layer<MusaState> = Layer {
             name: "lru_cache key",
             sites: &["musa.C-3"],
             run: |s| {
-                let pack_gqa = s.arg("pack_gqa");
+                let pack_gqa = s.arg(Param::PackGqa);
                 if pack_gqa.is_hashable() {
                     Ok(())
                 } else {
@@ -601,9 +604,10 @@ pub static JIT_BUILD: Layer<MusaState> = Layer {
             name: "AppendKV needs varlen",
             sites: &["musa.J-1"],
             run: |s| {
-                let varlen =
-                    s.given("cu_seqlens_q") || !s.seqused_k.is_none() || s.given("cache_leftpad");
-                fail_if(s.given("k") && !varlen, "musa.J-1")
+                let varlen = s.given(Param::CuSeqlensQ)
+                    || !s.seqused_k.is_none()
+                    || s.given(Param::CacheLeftpad);
+                fail_if(s.given(Param::K) && !varlen, "musa.J-1")
             },
         },
         Check {
@@ -621,7 +625,7 @@ fn j1_json_key(s: &mut MusaState) -> Result<(), Fail> {
     let tensor_valued = mask.is_causal.tensor
         || mask.is_local.tensor
         || s.chunk.kind == NumKind::Tensor
-        || s.tensor("softcap").is_some();
+        || s.tensor(Param::Softcap).is_some();
     fail_if(tensor_valued, "musa.J-1.json")
 }
 
@@ -635,20 +639,20 @@ fn j3_arguments(s: &mut MusaState) -> Result<(), Fail> {
     let arguments = [
         (
             11,
-            !s.given("cu_seqlens_q") || s.arg("max_seqlen_q").as_int().is_some(),
+            !s.given(Param::CuSeqlensQ) || s.arg(Param::MaxSeqlenQ).as_int().is_some(),
         ),
         (
             22,
-            is_number(s.arg("softmax_scale")) || !s.given("softmax_scale"),
+            is_number(s.arg(Param::SoftmaxScale)) || !s.given(Param::SoftmaxScale),
         ),
         (24, is_int(mask.window_left)),
         (25, is_int(mask.window_right)),
         (26, is_int(s.chunk)),
-        (27, is_number(s.arg("softcap"))),
-        (28, s.arg("sm_margin").as_int().is_some()),
+        (27, is_number(s.arg(Param::Softcap))),
+        (28, s.arg(Param::SmMargin).as_int().is_some()),
         (
             29,
-            s.given("sinks") || s.arg("num_splits").as_int().is_some(),
+            s.given(Param::Sinks) || s.arg(Param::NumSplits).as_int().is_some(),
         ),
     ];
     match arguments.iter().find(|(_, converts)| !converts) {
@@ -665,7 +669,7 @@ pub static COMBINE: Layer<MusaState> = Layer {
             sites: &["musa.B-2"],
             run: |s| {
                 fail_if(
-                    s.given("cu_seqlens_q") && !s.given("max_seqlen_q"),
+                    s.given(Param::CuSeqlensQ) && !s.given(Param::MaxSeqlenQ),
                     "musa.B-2",
                 )
             },
@@ -695,19 +699,19 @@ fn shape_is(t: &TensorArg, expected: &[i64]) -> bool {
 /// `assert x.stride(-1) == 1, "<name> must have contiguous last dimension"` (K-1, K-2).
 fn last_dim_contiguous(
     s: &mut MusaState,
-    name: &str,
+    param: Param,
     [attr, index, assert]: [&'static str; 3],
 ) -> Result<(), Fail> {
-    let t = py::tensor(s.arg(name), "stride", attr)?;
+    let t = py::tensor(s.arg(param), "stride", attr)?;
     let stride = py::stride(t, -1, index, index)?;
     fail_if(stride != 1, assert)
 }
 
 fn none_defaults(s: &mut MusaState) -> Result<(), Fail> {
-    if s.args.bound("window_size").was_passed() && s.arg("window_size").is_none() {
+    if s.args.bound(Param::WindowSize).was_passed() && s.arg(Param::WindowSize).is_none() {
         s.hazard("H-MUSA-WINDOW-NONE", &[]);
     }
-    if s.args.bound("attention_chunk").was_passed() && s.arg("attention_chunk").is_none() {
+    if s.args.bound(Param::AttentionChunk).was_passed() && s.arg(Param::AttentionChunk).is_none() {
         s.hazard("H-MUSA-CHUNK-NONE", &[]);
     }
     Ok(())
@@ -720,13 +724,13 @@ fn last_dim(v: &PyValue, attr: &'static str, index: &'static str) -> Result<usiz
 }
 
 fn k3_softmax_scale(s: &mut MusaState) -> Result<(), Fail> {
-    if let Some(scale) = s.arg("softmax_scale").as_number() {
+    if let Some(scale) = s.arg(Param::SoftmaxScale).as_number() {
         s.softmax_scale = scale;
         return Ok(());
     }
-    let mut dim = last_dim(s.arg("q"), "musa.K-3.attr", "musa.K-3.index")?;
-    if s.given("qv") {
-        dim += last_dim(s.arg("qv"), "musa.K-3.attr", "musa.K-3.index")?;
+    let mut dim = last_dim(s.arg(Param::Q), "musa.K-3.attr", "musa.K-3.index")?;
+    if s.given(Param::Qv) {
+        dim += last_dim(s.arg(Param::Qv), "musa.K-3.attr", "musa.K-3.index")?;
     }
     // Python's `0 ** -0.5` raises instead of returning inf.
     fail_if(dim == 0, "musa.K-3.zero-power")?;
@@ -736,16 +740,16 @@ fn k3_softmax_scale(s: &mut MusaState) -> Result<(), Fail> {
 
 /// `isinstance(cache_seqlens, int)` → `torch.full((k_cache.shape[0],), ...)` on k_cache's device.
 fn k4_int_cache_seqlens(s: &mut MusaState) -> Result<(), Fail> {
-    let Some(value) = s.arg("cache_seqlens").as_int() else {
+    let Some(value) = s.arg(Param::CacheSeqlens).as_int() else {
         return Ok(());
     };
     // torch.full(..., dtype=torch.int32) converts the fill value with an overflow check.
     fail_if(i32::try_from(value).is_err(), "musa.K-4.overflow")?;
-    let k_cache = s.tensor("k_cache").expect("K-1 checked k_cache");
+    let k_cache = s.tensor(Param::KCache).expect("K-1 checked k_cache");
     let rows = k_cache.shape[0];
     let device = k_cache.device;
     let q_batch = s
-        .tensor("q")
+        .tensor(Param::Q)
         .and_then(|q| q.size(0))
         .map_or("?".to_string(), |b| b.to_string());
     s.seqused_k = PyValue::Tensor(int32_vector(rows, device));
@@ -757,11 +761,11 @@ fn k4_int_cache_seqlens(s: &mut MusaState) -> Result<(), Fail> {
 }
 
 fn k5_route(s: &mut MusaState) -> Result<(), Fail> {
-    if !s.given("qv") {
+    if !s.given(Param::Qv) {
         return Ok(());
     }
-    let qv_dim = last_dim(s.arg("qv"), "musa.K-5.attr", "musa.K-5.index")?;
-    s.mla = qv_dim == 512 && last_dim(s.arg("q"), "musa.K-5.attr", "musa.K-5.index")? == 64;
+    let qv_dim = last_dim(s.arg(Param::Qv), "musa.K-5.attr", "musa.K-5.index")?;
+    s.mla = qv_dim == 512 && last_dim(s.arg(Param::Q), "musa.K-5.attr", "musa.K-5.index")? == 64;
     if s.mla {
         s.hazard("H-MUSA-MLA-ROUTED", &[]);
     }
@@ -773,34 +777,38 @@ type IsDefault = fn(&PyValue) -> bool;
 
 /// Arguments the MLA branch never passes on (§6.12), among those the call set.
 fn mla_ignored(s: &mut MusaState) -> Result<(), Fail> {
-    const IGNORED: [&str; 13] = [
-        "k",
-        "v",
-        "rotary_cos",
-        "rotary_sin",
-        "cache_batch_idx",
-        "cache_leftpad",
-        "cu_seqlens_k_new",
-        "q_descale",
-        "k_descale",
-        "v_descale",
-        "sinks",
-        "pack_gqa",
-        "rotary_seqlens",
+    const IGNORED: [Param; 13] = [
+        Param::K,
+        Param::V,
+        Param::RotaryCos,
+        Param::RotarySin,
+        Param::CacheBatchIdx,
+        Param::CacheLeftpad,
+        Param::CuSeqlensKNew,
+        Param::QDescale,
+        Param::KDescale,
+        Param::VDescale,
+        Param::Sinks,
+        Param::PackGqa,
+        Param::RotarySeqlens,
     ];
-    let mut ignored: Vec<&str> = IGNORED.iter().copied().filter(|n| s.given(n)).collect();
-    let defaults: [(&str, IsDefault); 5] = [
-        ("window_size", |v| v.is_none() || is_no_window(v)),
-        ("attention_chunk", |v| v.is_none() || v.eq_int(0)),
-        ("softcap", |v| v.eq_int(0)),
-        ("num_splits", |v| v.eq_int(0)),
-        ("sm_margin", |v| v.eq_int(0)),
+    let mut ignored: Vec<&str> = IGNORED
+        .into_iter()
+        .filter(|&p| s.given(p))
+        .map(Param::name)
+        .collect();
+    let defaults: [(Param, IsDefault); 5] = [
+        (Param::WindowSize, |v| v.is_none() || is_no_window(v)),
+        (Param::AttentionChunk, |v| v.is_none() || v.eq_int(0)),
+        (Param::Softcap, |v| v.eq_int(0)),
+        (Param::NumSplits, |v| v.eq_int(0)),
+        (Param::SmMargin, |v| v.eq_int(0)),
     ];
     ignored.extend(
         defaults
             .iter()
-            .filter(|(n, is_default)| !is_default(s.arg(n)))
-            .map(|(n, _)| *n),
+            .filter(|(p, is_default)| !is_default(s.arg(*p)))
+            .map(|(p, _)| p.name()),
     );
     if !ignored.is_empty() {
         s.hazard("H-MUSA-MLA-IGNORED", &[&ignored.join(", ")]);
@@ -814,7 +822,7 @@ fn is_no_window(v: &PyValue) -> bool {
 }
 
 fn k6_window(s: &mut MusaState) -> Result<(), Fail> {
-    s.window_bounds = match s.arg("window_size") {
+    s.window_bounds = match s.arg(Param::WindowSize) {
         PyValue::Tensor(t) => (tensor_item(t, 0)?, tensor_item(t, 1)?),
         v => window_pair(v, "musa.K-6.window-type", "musa.K-6.window-index")?,
     };
@@ -845,13 +853,13 @@ fn tensor_item(t: &TensorArg, i: usize) -> Result<WindowBound, Fail> {
 
 /// `maybe_contiguous` on q, k, v, then k_new, v_new (F-3); `None` passes through.
 fn f3_maybe_contiguous(s: &mut MusaState) -> Result<(), Fail> {
-    let names: &[&str] = if s.given("k") {
-        &["q", "k_cache", "v_cache", "k", "v"]
+    let params: &[Param] = if s.given(Param::K) {
+        &[Param::Q, Param::KCache, Param::VCache, Param::K, Param::V]
     } else {
-        &["q", "k_cache", "v_cache"]
+        &[Param::Q, Param::KCache, Param::VCache]
     };
-    for name in names {
-        let v = s.arg(name);
+    for &param in params {
+        let v = s.arg(param);
         if !v.is_none() {
             let t = py::tensor(v, "stride", "musa.F-3.attr")?;
             py::stride(t, -1, "musa.F-3.index", "musa.F-3.index")?;
@@ -862,10 +870,10 @@ fn f3_maybe_contiguous(s: &mut MusaState) -> Result<(), Fail> {
 
 /// F-4 … F-7: the sizes `_fmha_fwd` derives, with the Python errors of each expression.
 fn f4_f7_sizes(s: &mut MusaState) -> Result<(), Fail> {
-    let q = py::tensor(s.arg("q"), "shape", "musa.F-4.attr")?;
+    let q = py::tensor(s.arg(Param::Q), "shape", "musa.F-4.attr")?;
     py::unpack_two(q, "musa.F-4.unpack")?;
-    let k = s.tensor("k_cache").expect("K-1 checked k_cache");
-    let v = s.tensor("v_cache").expect("K-2 checked v_cache");
+    let k = s.tensor(Param::KCache).expect("K-1 checked k_cache");
+    let v = s.tensor(Param::VCache).expect("K-2 checked v_cache");
     let mut d = FwdDims {
         num_head: py::int(q.shape[q.ndim() - 2]),
         head_dim: py::int(q.shape[q.ndim() - 1]),
@@ -873,19 +881,19 @@ fn f4_f7_sizes(s: &mut MusaState) -> Result<(), Fail> {
         head_dim_v: py::int(v.shape[v.ndim() - 1]),
         ..FwdDims::default()
     };
-    if s.given("cu_seqlens_q") {
-        fail_if(!s.given("max_seqlen_q"), "musa.F-5")?;
-        let cu = py::tensor(s.arg("cu_seqlens_q"), "shape", "musa.F-5.attr")?;
+    if s.given(Param::CuSeqlensQ) {
+        fail_if(!s.given(Param::MaxSeqlenQ), "musa.F-5")?;
+        let cu = py::tensor(s.arg(Param::CuSeqlensQ), "shape", "musa.F-5.attr")?;
         d.batch_size = py::int(py::shape_at(cu, 0, "musa.F-5.index")?) - 1;
-        d.seqlen_q = s.arg("max_seqlen_q").as_number().unwrap_or(0.0) as i64;
+        d.seqlen_q = s.arg(Param::MaxSeqlenQ).as_number().unwrap_or(0.0) as i64;
         d.total_q = py::int(q.shape[0]);
     } else {
         d.batch_size = py::int(q.shape[0]);
         d.seqlen_q = py::int(q.shape[1]);
         d.total_q = d.batch_size.saturating_mul(d.seqlen_q);
     }
-    if s.given("page_table") {
-        let pt = py::tensor(s.arg("page_table"), "shape", "musa.F-6.attr")?;
+    if s.given(Param::PageTable) {
+        let pt = py::tensor(s.arg(Param::PageTable), "shape", "musa.F-6.attr")?;
         d.paged = true;
         d.pages_per_seq = py::int(py::shape_at(pt, 1, "musa.F-6.index")?);
         d.page_size = py::int(k.shape[1]);
@@ -901,29 +909,29 @@ fn f4_f7_sizes(s: &mut MusaState) -> Result<(), Fail> {
 }
 
 /// The device list of F-8, in source order (mate's names in comments).
-const DEVICE_LIST: [&str; 14] = [
-    "q",
-    "k_cache",          // k
-    "v_cache",          // v
-    "cu_seqlens_q",     // (cu_seqlens_k is None here)
-    "cu_seqlens_k_new", // (seqused_q is None here)
-    "cache_seqlens",    // seqused_k
-    "page_table",
-    "sinks", // learnable_sink
-    "k",     // k_new
-    "v",     // v_new
-    "rotary_cos",
-    "rotary_sin",
-    "cache_leftpad",   // leftpad_k
-    "cache_batch_idx", // kv_batch_idx
+const DEVICE_LIST: [Param; 14] = [
+    Param::Q,
+    Param::KCache,        // k
+    Param::VCache,        // v
+    Param::CuSeqlensQ,    // (cu_seqlens_k is None here)
+    Param::CuSeqlensKNew, // (seqused_q is None here)
+    Param::CacheSeqlens,  // seqused_k
+    Param::PageTable,
+    Param::Sinks, // learnable_sink
+    Param::K,     // k_new
+    Param::V,     // v_new
+    Param::RotaryCos,
+    Param::RotarySin,
+    Param::CacheLeftpad,  // leftpad_k
+    Param::CacheBatchIdx, // kv_batch_idx
 ];
 
 fn f8_on_musa(s: &mut MusaState) -> Result<(), Fail> {
-    for name in DEVICE_LIST {
-        let v = if name == "cache_seqlens" {
+    for param in DEVICE_LIST {
+        let v = if param == Param::CacheSeqlens {
             &s.seqused_k
         } else {
-            s.arg(name)
+            s.arg(param)
         };
         if v.is_none() {
             continue;
@@ -934,18 +942,18 @@ fn f8_on_musa(s: &mut MusaState) -> Result<(), Fail> {
     Ok(())
 }
 
-fn dtype(s: &MusaState, name: &str) -> Option<Dtype> {
-    s.tensor(name).map(|t| t.dtype)
+fn dtype(s: &MusaState, param: Param) -> Option<Dtype> {
+    s.tensor(param).map(|t| t.dtype)
 }
 
 fn f9_f11_dtypes(s: &mut MusaState) -> Result<(), Fail> {
-    let q = dtype(s, "q").expect("F-4 checked q");
+    let q = dtype(s, Param::Q).expect("F-4 checked q");
     fail_if(!matches!(q, Dtype::Float16 | Dtype::Bfloat16), "musa.F-9")?;
-    let same = dtype(s, "k_cache") == Some(q) && dtype(s, "v_cache") == Some(q);
+    let same = dtype(s, Param::KCache) == Some(q) && dtype(s, Param::VCache) == Some(q);
     fail_if(!same, "musa.F-10")?;
-    if s.given("k") {
+    if s.given(Param::K) {
         fail_if(
-            dtype(s, "k") != Some(q) || dtype(s, "v") != Some(q),
+            dtype(s, Param::K) != Some(q) || dtype(s, Param::V) != Some(q),
             "musa.F-11",
         )?;
     }
@@ -953,30 +961,30 @@ fn f9_f11_dtypes(s: &mut MusaState) -> Result<(), Fail> {
 }
 
 fn f12_int32_vectors(s: &mut MusaState) -> Result<(), Fail> {
-    for name in [
-        "cu_seqlens_q",
-        "cu_seqlens_k_new",
-        "cache_seqlens",
-        "cache_leftpad",
+    for param in [
+        Param::CuSeqlensQ,
+        Param::CuSeqlensKNew,
+        Param::CacheSeqlens,
+        Param::CacheLeftpad,
     ] {
-        let t = if name == "cache_seqlens" {
+        let t = if param == Param::CacheSeqlens {
             s.seqused_k.as_tensor()
         } else {
-            s.tensor(name)
+            s.tensor(param)
         };
         let Some(t) = t else { continue };
         fail_if(t.dtype != Dtype::Int32, "musa.F-12.dtype")?;
         let stride = py::stride(t, 0, "musa.F-12.index", "musa.F-12.index")?;
         fail_if(stride != 1, "musa.F-12.contiguous")?;
     }
-    if s.given("cu_seqlens_k_new") && !s.given("k") {
+    if s.given(Param::CuSeqlensKNew) && !s.given(Param::K) {
         s.hazard("H-MUSA-CU-SEQLENS-K-NEW-WITHOUT-KV", &[]);
     }
     Ok(())
 }
 
 fn f13_page_table(s: &mut MusaState) -> Result<(), Fail> {
-    let Some(pt) = s.tensor("page_table") else {
+    let Some(pt) = s.tensor(Param::PageTable) else {
         return Ok(());
     };
     fail_if(pt.dtype != Dtype::Int32, "musa.F-13.dtype")?;
@@ -984,8 +992,8 @@ fn f13_page_table(s: &mut MusaState) -> Result<(), Fail> {
 }
 
 /// The four asserts mate runs on `kv_batch_idx` and `leftpad_k` (F-14, F-15).
-fn batch_vector(s: &MusaState, name: &str, sites: [&'static str; 4]) -> Result<(), Fail> {
-    let Some(t) = s.tensor(name) else {
+fn batch_vector(s: &MusaState, param: Param, sites: [&'static str; 4]) -> Result<(), Fail> {
+    let Some(t) = s.tensor(param) else {
         return Ok(());
     };
     let [device, int32, shape, contiguous] = sites;
@@ -998,7 +1006,7 @@ fn batch_vector(s: &MusaState, name: &str, sites: [&'static str; 4]) -> Result<(
 fn f14_kv_batch_idx(s: &mut MusaState) -> Result<(), Fail> {
     batch_vector(
         s,
-        "cache_batch_idx",
+        Param::CacheBatchIdx,
         [
             "musa.F-14.device",
             "musa.F-14.dtype",
@@ -1011,7 +1019,7 @@ fn f14_kv_batch_idx(s: &mut MusaState) -> Result<(), Fail> {
 fn f15_leftpad_k(s: &mut MusaState) -> Result<(), Fail> {
     batch_vector(
         s,
-        "cache_leftpad",
+        Param::CacheLeftpad,
         [
             "musa.F-15.device",
             "musa.F-15.dtype",
@@ -1022,7 +1030,7 @@ fn f15_leftpad_k(s: &mut MusaState) -> Result<(), Fail> {
 }
 
 fn f16_learnable_sink(s: &mut MusaState) -> Result<(), Fail> {
-    let Some(sink) = s.tensor("sinks") else {
+    let Some(sink) = s.tensor(Param::Sinks) else {
         return Ok(());
     };
     fail_if(!shape_is(sink, &[s.dims.num_head]), "musa.F-16.shape")?;
@@ -1031,8 +1039,8 @@ fn f16_learnable_sink(s: &mut MusaState) -> Result<(), Fail> {
 
 fn f18_cache_shapes(s: &mut MusaState) -> Result<(), Fail> {
     let d = s.dims;
-    let k = s.tensor("k_cache").expect("K-1 checked k_cache");
-    let v = s.tensor("v_cache").expect("K-2 checked v_cache");
+    let k = s.tensor(Param::KCache).expect("K-1 checked k_cache");
+    let v = s.tensor(Param::VCache).expect("K-2 checked v_cache");
     let (rows, seq) = if d.paged {
         (py::int(k.shape[0]), d.page_size)
     } else {
@@ -1047,7 +1055,7 @@ fn f18_cache_shapes(s: &mut MusaState) -> Result<(), Fail> {
         "musa.F-18.v",
     )?;
     if d.paged {
-        let pt = s.tensor("page_table").expect("paged");
+        let pt = s.tensor(Param::PageTable).expect("paged");
         fail_if(
             !shape_is(pt, &[d.batch_size_k, d.pages_per_seq]),
             "musa.F-18.page_table",
@@ -1057,11 +1065,11 @@ fn f18_cache_shapes(s: &mut MusaState) -> Result<(), Fail> {
 }
 
 fn f23_f26_new_kv(s: &mut MusaState) -> Result<(), Fail> {
-    let (Some(k), Some(v)) = (s.tensor("k"), s.tensor("v")) else {
+    let (Some(k), Some(v)) = (s.tensor(Param::K), s.tensor(Param::V)) else {
         return Ok(());
     };
     let d = s.dims;
-    match s.tensor("cu_seqlens_k_new") {
+    match s.tensor(Param::CuSeqlensKNew) {
         None => {
             let seqlen_new = py::int(py::shape_at(k, 1, "musa.F-23.index")?);
             let rows = [d.batch_size, seqlen_new, d.num_head_kv];
@@ -1094,14 +1102,14 @@ fn f23_f26_new_kv(s: &mut MusaState) -> Result<(), Fail> {
 }
 
 fn f27_f34_rotary(s: &mut MusaState) -> Result<(), Fail> {
-    let Some(cos) = s.tensor("rotary_cos") else {
-        if s.given("rotary_sin") {
+    let Some(cos) = s.tensor(Param::RotaryCos) else {
+        if s.given(Param::RotarySin) {
             s.hazard("H-MUSA-ROTARY-SIN-IGNORED", &[]);
         }
         return Ok(());
     };
-    fail_if(!s.given("k"), "musa.F-27")?;
-    let sin = s.tensor("rotary_sin");
+    fail_if(!s.given(Param::K), "musa.F-27")?;
+    let sin = s.tensor(Param::RotarySin);
     fail_if(sin.is_none(), "musa.F-28")?;
     let sin = sin.expect("checked");
     let rotary_dim = py::int(py::shape_at(cos, 1, "musa.F-29.index")?).saturating_mul(2);
@@ -1110,13 +1118,13 @@ fn f27_f34_rotary(s: &mut MusaState) -> Result<(), Fail> {
     fail_if(rotary_dim % 16 != 0, "musa.F-30")?;
     let seqlen_ro = py::int(cos.shape[0]);
     fail_if(d.paged && seqlen_ro < d.seqlen_k, "musa.F-31")?;
-    let q = dtype(s, "q");
+    let q = dtype(s, Param::Q);
     fail_if(Some(cos.dtype) != q || Some(sin.dtype) != q, "musa.F-32")?;
     fail_if(
         cos.shape != sin.shape || !shape_is(cos, &[seqlen_ro, rotary_dim / 2]),
         "musa.F-33",
     )?;
-    let seqlens = s.arg("rotary_seqlens");
+    let seqlens = s.arg(Param::RotarySeqlens);
     if !seqlens.is_none() {
         let t = py::tensor(seqlens, "dtype", "musa.F-34.attr")?;
         fail_if(t.dtype != Dtype::Int32, "musa.F-34.dtype")?;
@@ -1139,10 +1147,10 @@ fn f27_f34_rotary(s: &mut MusaState) -> Result<(), Fail> {
 /// L687–L717: the sink policy, attention-chunk reset and `_resolve_mask`, plus what the kernel
 /// silently does with the remaining arguments.
 fn policy_and_mask(s: &mut MusaState) -> Result<(), Fail> {
-    let metadata_present = s.given("scheduler_metadata") || s.injection != Injection::Off;
-    s.num_splits = s.arg("num_splits").as_int().unwrap_or(0);
+    let metadata_present = s.given(Param::SchedulerMetadata) || s.injection != Injection::Off;
+    s.num_splits = s.arg(Param::NumSplits).as_int().unwrap_or(0);
     s.has_metadata = metadata_present;
-    if s.given("sinks") {
+    if s.given(Param::Sinks) {
         let discarded = match (metadata_present, s.num_splits) {
             (true, _) => Some("the scheduler_metadata".to_string()),
             (false, 0) => None,
@@ -1154,7 +1162,7 @@ fn policy_and_mask(s: &mut MusaState) -> Result<(), Fail> {
         s.num_splits = -1;
         s.has_metadata = false;
     }
-    let chunk = match s.arg("attention_chunk") {
+    let chunk = match s.arg(Param::AttentionChunk) {
         PyValue::None => PyNum::int(0),
         PyValue::Float(c) => PyNum {
             value: *c,
@@ -1183,9 +1191,9 @@ fn policy_and_mask(s: &mut MusaState) -> Result<(), Fail> {
             }
         },
     };
-    let max_seqlen_q = s.arg("max_seqlen_q");
+    let max_seqlen_q = s.arg(Param::MaxSeqlenQ);
     // Without cu_seqlens_q, seqlen_q is q.shape[1]; with it, the caller's max_seqlen_q.
-    let seqlen_q = if s.given("cu_seqlens_q") {
+    let seqlen_q = if s.given(Param::CuSeqlensQ) {
         max_seqlen_q
             .as_number()
             .map(|_| ())
@@ -1208,18 +1216,18 @@ fn policy_and_mask(s: &mut MusaState) -> Result<(), Fail> {
     let (left, right) = (number(left), number(right));
     let d = s.dims;
     let fixed = [
-        "cu_seqlens_q",
-        "cu_seqlens_k_new",
-        "cache_leftpad",
-        "page_table",
-        "k",
+        Param::CuSeqlensQ,
+        Param::CuSeqlensKNew,
+        Param::CacheLeftpad,
+        Param::PageTable,
+        Param::K,
     ]
     .iter()
-    .all(|n| !s.given(n))
+    .all(|&p| !s.given(p))
         && s.seqused_k.is_none();
     s.chunk = python::reset_chunk(chunk, fixed, d.seqlen_q, d.seqlen_k);
     s.attention_chunk = s.chunk.value as i64;
-    let causal = s.arg("causal").truthy().unwrap_or(true);
+    let causal = s.arg(Param::Causal).truthy().unwrap_or(true);
     s.mask = Some(python::resolve_mask(
         d.seqlen_q, d.seqlen_k, causal, left, right, s.chunk,
     ));
@@ -1229,31 +1237,33 @@ fn policy_and_mask(s: &mut MusaState) -> Result<(), Fail> {
 
 /// Arguments the forward kernel accepts and ignores or reinterprets (§8.4, §8.6, §8.19, §8.22, §8.23).
 fn kernel_hazards(s: &mut MusaState) {
-    let descales: Vec<&str> = ["q_descale", "k_descale", "v_descale"]
+    let descales: Vec<&str> = [Param::QDescale, Param::KDescale, Param::VDescale]
         .into_iter()
-        .filter(|n| s.given(n))
+        .filter(|&p| s.given(p))
+        .map(Param::name)
         .collect();
     if !descales.is_empty() {
         s.hazard("H-MUSA-DESCALE-IGNORED", &[&descales.join(", ")]);
     }
-    if let Some(cap) = s.arg("softcap").as_number().filter(|&c| c < 0.0) {
+    if let Some(cap) = s.arg(Param::Softcap).as_number().filter(|&c| c < 0.0) {
         s.hazard(
             "H-MUSA-SOFTCAP-NEGATIVE",
             &[&crate::call::python_float_repr(cap)],
         );
     }
-    let margin = s.arg("sm_margin").as_int().unwrap_or(0);
+    let margin = s.arg(Param::SmMargin).as_int().unwrap_or(0);
     if margin != 0 {
         s.hazard("H-MUSA-SM-MARGIN", &[&margin.to_string()]);
     }
-    if !s.has_metadata && !s.given("sinks") && !matches!(s.num_splits, 0 | 1) {
+    if !s.has_metadata && !s.given(Param::Sinks) && !matches!(s.num_splits, 0 | 1) {
         s.hazard("H-MUSA-NUM-SPLITS-IGNORED", &[&s.num_splits.to_string()]);
     }
     if s.has_metadata && s.num_splits > 0 {
         s.hazard("H-MUSA-NUM-SPLITS-UNCLAMPED", &[&s.num_splits.to_string()]);
     }
-    let append_without_lengths = s.given("k") && s.seqused_k.is_none() && !s.given("cache_leftpad");
-    if append_without_lengths && s.given("cu_seqlens_q") {
+    let append_without_lengths =
+        s.given(Param::K) && s.seqused_k.is_none() && !s.given(Param::CacheLeftpad);
+    if append_without_lengths && s.given(Param::CuSeqlensQ) {
         s.hazard("H-MUSA-APPEND-BEYOND-CAPACITY", &[]);
     }
 }
@@ -1265,7 +1275,7 @@ fn f41_metadata(s: &mut MusaState) -> Result<(), Fail> {
     let needed = s.dims.batch_size.saturating_mul(4);
     match s.injection {
         Injection::Off => {
-            let t = py::tensor(s.arg("scheduler_metadata"), "shape", "musa.F-41.attr")?;
+            let t = py::tensor(s.arg(Param::SchedulerMetadata), "shape", "musa.F-41.attr")?;
             let len = py::int(py::shape_at(t, 0, "musa.F-41.index")?);
             fail_if(len < needed, "musa.F-41")?;
             s.hazard("H-MUSA-METADATA-UNCHECKED", &[]);
@@ -1291,19 +1301,19 @@ fn f41_metadata(s: &mut MusaState) -> Result<(), Fail> {
 /// §4.7.8: call arguments the injected metadata was not computed from.
 fn metadata_blind_spots(s: &mut MusaState) {
     let mut unseen: Vec<&str> = Vec::new();
-    if !s.arg("pack_gqa").is_none() {
+    if !s.arg(Param::PackGqa).is_none() {
         unseen.push("pack_gqa");
     }
     if s.attention_chunk != 0 {
         unseen.push("attention_chunk");
     }
-    if s.given("cache_leftpad") {
+    if s.given(Param::CacheLeftpad) {
         unseen.push("cache_leftpad");
     }
-    if !s.arg("sm_margin").eq_int(0) {
+    if !s.arg(Param::SmMargin).eq_int(0) {
         unseen.push("sm_margin");
     }
-    if s.given("k") && !s.given("cu_seqlens_k_new") {
+    if s.given(Param::K) && !s.given(Param::CuSeqlensKNew) {
         unseen.push("the appended k/v length");
     }
     if !unseen.is_empty() {
@@ -1313,7 +1323,7 @@ fn metadata_blind_spots(s: &mut MusaState) {
 
 /// The call's `pack_gqa` as the kernel config reads it (truthiness; `None` = heuristic).
 fn pack_gqa(s: &MusaState) -> Option<bool> {
-    match s.arg("pack_gqa") {
+    match s.arg(Param::PackGqa) {
         PyValue::None => None,
         v => Some(v.truthy().unwrap_or(true)),
     }
@@ -1408,7 +1418,7 @@ fn c2_kernel_config(s: &mut MusaState) -> Result<(), Fail> {
 
 fn b5_max_splits(s: &mut MusaState) -> Result<(), Fail> {
     if s.has_metadata && s.num_splits > 128 {
-        if s.given("k") {
+        if s.given(Param::K) {
             s.hazard("H-MUSA-KV-WRITTEN-BEFORE-ERROR", &[]);
         }
         return Err(Fail::new("musa.B-5"));
@@ -1418,10 +1428,10 @@ fn b5_max_splits(s: &mut MusaState) -> Result<(), Fail> {
 
 /// The parameters of an accepted MLA-decode call (§6.12, §7).
 pub(super) fn mla_resolved(s: &MusaState) -> Resolved {
-    let q = s.tensor("q").expect("routed by q's shape");
-    let qv = s.tensor("qv").expect("routed by qv's shape");
-    let varlen = s.given("cu_seqlens_q");
-    let v_cache = s.tensor("v_cache").expect("K-2 checked v_cache");
+    let q = s.tensor(Param::Q).expect("routed by q's shape");
+    let qv = s.tensor(Param::Qv).expect("routed by qv's shape");
+    let varlen = s.given(Param::CuSeqlensQ);
+    let v_cache = s.tensor(Param::VCache).expect("K-2 checked v_cache");
     let heads = qv.size(-2).unwrap_or(0);
     let heads_k = if v_cache.ndim() == 4 {
         v_cache.shape[2]
@@ -1430,12 +1440,15 @@ pub(super) fn mla_resolved(s: &MusaState) -> Resolved {
     };
     let batch = s.seqused_k.as_tensor().and_then(|t| t.size(0)).unwrap_or(0);
     let seqlen_q = if varlen {
-        s.arg("max_seqlen_q").as_int().unwrap_or(0).max(0) as usize
+        s.arg(Param::MaxSeqlenQ).as_int().unwrap_or(0).max(0) as usize
     } else {
         qv.size(1).unwrap_or(0)
     };
-    let page_size = s.tensor("k_cache").and_then(|k| k.size(1)).unwrap_or(0);
-    let pages_per_seq = s.tensor("page_table").and_then(|p| p.size(1)).unwrap_or(0);
+    let page_size = s.tensor(Param::KCache).and_then(|k| k.size(1)).unwrap_or(0);
+    let pages_per_seq = s
+        .tensor(Param::PageTable)
+        .and_then(|p| p.size(1))
+        .unwrap_or(0);
     let seqlen_k = pages_per_seq * page_size;
     Resolved {
         batch_size: batch,
@@ -1451,7 +1464,7 @@ pub(super) fn mla_resolved(s: &MusaState) -> Resolved {
         paged: true,
         page_size,
         varlen_q: varlen,
-        is_causal: s.arg("causal").truthy().unwrap_or(true),
+        is_causal: s.arg(Param::Causal).truthy().unwrap_or(true),
         is_local: false,
         window_left: -1,
         window_right: -1,

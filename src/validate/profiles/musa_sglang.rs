@@ -2,7 +2,7 @@
 //! the metadata chain M it runs when it recomputes (§5.2).
 
 use super::musa::{Injection, MusaState, fail_if, is_musa};
-use crate::call::{Dtype, PyValue, SglangBackend, TensorValues, python_int_from_str};
+use crate::call::{Dtype, Param, PyValue, SglangBackend, TensorValues, python_int_from_str};
 use crate::mate;
 use crate::mate::python::{NumKind, PyNum};
 use crate::validate::engine::{Check, Fail, HazardLog, Layer};
@@ -57,7 +57,7 @@ pub static METADATA_CHAIN: Layer<MusaState> = Layer {
         Check {
             name: "max_seqlen_q with cu_seqlens_q",
             sites: &["musa.G-2"],
-            run: |s| fail_if(s.arg("max_seqlen_q").is_none(), "musa.G-2"),
+            run: |s| fail_if(s.arg(Param::MaxSeqlenQ).is_none(), "musa.G-2"),
         },
         Check {
             name: "cu_seqlens_q shape",
@@ -102,18 +102,18 @@ pub static METADATA_CHAIN: Layer<MusaState> = Layer {
 };
 
 fn ver_gate(s: &mut MusaState) -> Result<(), Fail> {
-    fail_if(!s.arg("ver").eq_int(3), "musa.W-1")
+    fail_if(!s.arg(Param::Ver).eq_int(3), "musa.W-1")
 }
 
 /// What the wrapper and mate's FA3 wrapper accept and silently drop or rename (§2.1, §2.2).
 fn dropped_arguments(s: &mut MusaState) -> Result<(), Fail> {
-    if s.given("score_mod") {
+    if s.given(Param::ScoreMod) {
         s.hazard("H-MUSA-SCORE-MOD-DROPPED", &[]);
     }
-    if s.given("aux_tensors") {
+    if s.given(Param::AuxTensors) {
         s.hazard("H-MUSA-AUX-TENSORS-DROPPED", &[]);
     }
-    if s.given("sinks") {
+    if s.given(Param::Sinks) {
         s.hazard("H-MUSA-SINKS-RENAMED", &[]);
     }
     Ok(())
@@ -127,24 +127,28 @@ fn backend(s: &MusaState) -> &SglangBackend {
 
 /// `cu_seqlens_q` once the injection step has dereferenced it (a tensor with at least one dim).
 fn cu_seqlens_q(s: &MusaState) -> &crate::call::TensorArg {
-    s.tensor("cu_seqlens_q")
+    s.tensor(Param::CuSeqlensQ)
         .expect("injection has checked cu_seqlens_q")
 }
 
 /// §4.1–§4.5: whether the wrapper injects, and whether it recomputes through chain M.
 fn inject(s: &mut MusaState) -> Result<(), Fail> {
     let active =
-        !s.given("scheduler_metadata") && s.backend.as_ref().is_some_and(|b| b.layer.is_some());
+        !s.given(Param::SchedulerMetadata) && s.backend.as_ref().is_some_and(|b| b.layer.is_some());
     if !active {
         return Ok(());
     }
     // page_size = k_cache.shape[1] if k_cache is not None else 1 (read, then dropped by layer 2).
-    let k_cache = s.arg("k_cache");
+    let k_cache = s.arg(Param::KCache);
     if !k_cache.is_none() {
         let t = py::tensor(k_cache, "shape", "musa.W-2.k_cache.attr")?;
         py::shape_at(t, 1, "musa.W-2.k_cache.index")?;
     }
-    let cu = py::tensor(s.arg("cu_seqlens_q"), "shape", "musa.W-2.cu_seqlens_q.attr")?;
+    let cu = py::tensor(
+        s.arg(Param::CuSeqlensQ),
+        "shape",
+        "musa.W-2.cu_seqlens_q.attr",
+    )?;
     let batch = py::int(py::shape_at(cu, -1, "musa.W-2.cu_seqlens_q.index")?) - 1;
     let b = backend(s);
     let layer_id = i64::from(b.layer.as_ref().expect("active injection").layer_id);
@@ -163,7 +167,7 @@ fn inject(s: &mut MusaState) -> Result<(), Fail> {
         Injection::Reuse => "reused from an earlier layer",
         Injection::Mla { .. } | Injection::Off => "",
     };
-    let splits = s.arg("num_splits").as_int().unwrap_or(0);
+    let splits = s.arg(Param::NumSplits).as_int().unwrap_or(0);
     if matches!(s.injection, Injection::Recompute { .. }) && batch > 31 && splits != 1 {
         s.hazard("H-MUSA-METADATA-SPLIT-RACE", &[&batch.to_string()]);
     }
@@ -247,7 +251,7 @@ fn force_update(raw: Option<&str>) -> bool {
 }
 
 fn g1_seqused_k(s: &mut MusaState) -> Result<(), Fail> {
-    let v = s.arg("cache_seqlens");
+    let v = s.arg(Param::CacheSeqlens);
     if v.is_none() {
         return Ok(());
     }
@@ -318,7 +322,7 @@ pub(super) fn window_pair(
 
 fn g1_window(s: &mut MusaState) -> Result<(), Fail> {
     window_pair(
-        s.arg("window_size"),
+        s.arg(Param::WindowSize),
         "musa.G-1.window-type",
         "musa.G-1.window-index",
     )
@@ -326,7 +330,7 @@ fn g1_window(s: &mut MusaState) -> Result<(), Fail> {
 }
 
 fn g6_seqused_k_shape(s: &mut MusaState) -> Result<(), Fail> {
-    let Some(t) = s.tensor("cache_seqlens") else {
+    let Some(t) = s.tensor(Param::CacheSeqlens) else {
         return Ok(());
     };
     let batch = match s.injection {
@@ -341,14 +345,14 @@ fn g8_int32_contiguous(s: &mut MusaState) -> Result<(), Fail> {
     let cu = cu_seqlens_q(s);
     fail_if(cu.dtype != Dtype::Int32, "musa.G-8.dtype")?;
     fail_if(cu.stride_of(0) != Some(1), "musa.G-8.contiguous")?;
-    if let Some(t) = s.tensor("cache_seqlens") {
+    if let Some(t) = s.tensor(Param::CacheSeqlens) {
         fail_if(t.dtype != Dtype::Int32, "musa.G-8.dtype")?;
     }
     Ok(())
 }
 
 fn g9_on_musa(s: &mut MusaState) -> Result<(), Fail> {
-    let cache_ok = s.tensor("cache_seqlens").is_none_or(is_musa);
+    let cache_ok = s.tensor(Param::CacheSeqlens).is_none_or(is_musa);
     fail_if(!is_musa(cu_seqlens_q(s)) || !cache_ok, "musa.G-9")
 }
 
@@ -370,12 +374,12 @@ fn g10_heads(s: &mut MusaState) -> Result<(), Fail> {
 
 fn g11_resolve_mask(s: &mut MusaState) -> Result<(), Fail> {
     let (left, right) = window_pair(
-        s.arg("window_size"),
+        s.arg(Param::WindowSize),
         "musa.G-1.window-type",
         "musa.G-1.window-index",
     )?;
     let max_seqlen_k = backend(s).max_seqlen_k.map(|_| ());
-    let max_seqlen_q = s.arg("max_seqlen_q");
+    let max_seqlen_q = s.arg(Param::MaxSeqlenQ);
     let seqlen_q = max_seqlen_q.as_number().map(|_| ());
     mask_operands(
         &left,
@@ -437,7 +441,7 @@ pub(super) fn ambiguous_values(numel: usize) -> String {
 
 fn g13_kernel_config(s: &mut MusaState) -> Result<(), Fail> {
     let (hq, hk, d, dv) = layer_heads(s);
-    let m = s.arg("max_seqlen_q").as_number().unwrap_or(0.0) as i64;
+    let m = s.arg(Param::MaxSeqlenQ).as_number().unwrap_or(0.0) as i64;
     mate::kernel_config(
         to_dim(d),
         to_dim(dv),

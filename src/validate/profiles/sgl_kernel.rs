@@ -14,7 +14,8 @@ use super::cuda_op::{
 use super::cuda_state::{Arg, CudaState, Flavour, python_shape, python_stride_last, python_tensor};
 use super::mha_fwd::{LAUNCH, MHA_FWD, SINKS, op_int, render, resolved};
 use crate::call::{
-    Device, Dtype, KvCacheCall, LseLayout, PyValue, TensorArg, python_int_from_str, signature,
+    Device, Dtype, KvCacheCall, LseLayout, Param, PyValue, TensorArg, python_int_from_str,
+    signature,
 };
 use crate::validate::engine::{Check, Fail, HazardLog, Layer, run_layers};
 use crate::validate::{Outcome, Profile, Resolved, Verdict};
@@ -32,14 +33,14 @@ static FA3_PYTHON: Layer<CudaState> = Layer {
             name: "what the FA3 path ignores",
             sites: &[],
             run: |s| {
-                let ver = s.py("ver");
+                let ver = s.py(Param::Ver);
                 if !ver.eq_int(3) {
                     let shown = ver.to_string();
                     s.hazard("H-SGL-VER-RUNS-FA3", &[&shown]);
                 }
-                for name in ["score_mod", "aux_tensors"] {
-                    if !s.py(name).is_none() {
-                        s.hazard("H-SGL-ARG-DROPPED", &[name]);
+                for param in [Param::ScoreMod, Param::AuxTensors] {
+                    if !s.py(param).is_none() {
+                        s.hazard("H-SGL-ARG-DROPPED", &[param.name()]);
                     }
                 }
                 Ok(())
@@ -48,12 +49,12 @@ static FA3_PYTHON: Layer<CudaState> = Layer {
         Check {
             name: "k_cache last stride",
             sites: &["py.no-attribute", "aten.dim-no-dims", "sgl.B3-1"],
-            run: |s| assert_last_stride(s, "k_cache", "sgl.B3-1"),
+            run: |s| assert_last_stride(s, Param::KCache, "sgl.B3-1"),
         },
         Check {
             name: "v_cache last stride",
             sites: &["py.no-attribute", "aten.dim-no-dims", "sgl.B3-2"],
-            run: |s| assert_last_stride(s, "v_cache", "sgl.B3-2"),
+            run: |s| assert_last_stride(s, Param::VCache, "sgl.B3-2"),
         },
         Check {
             name: "default softmax_scale",
@@ -99,7 +100,7 @@ static FA3_PYTHON: Layer<CudaState> = Layer {
                 "aten.tensor-to-scalar",
             ],
             run: |s| {
-                s.attention_chunk = python_int(s.py("attention_chunk"))?;
+                s.attention_chunk = python_int(s.py(Param::AttentionChunk))?;
                 Ok(())
             },
         },
@@ -153,32 +154,41 @@ static FA4_WRAPPER: Layer<CudaState> = Layer {
             name: "FA4 asserts",
             sites: &["sgl.FA4-2", "sgl.FA4-3", "sgl.FA4-4", "sgl.FA4-5"],
             run: |s| {
-                let none = |names: &[&str]| names.iter().all(|n| s.py(n).is_none());
-                ensure(none(&["k", "v"]), "sgl.FA4-2")?;
+                let none = |params: &[Param]| params.iter().all(|&p| s.py(p).is_none());
+                ensure(none(&[Param::K, Param::V]), "sgl.FA4-2")?;
                 ensure(
-                    none(&["rotary_cos", "rotary_sin", "rotary_seqlens"]),
+                    none(&[Param::RotaryCos, Param::RotarySin, Param::RotarySeqlens]),
                     "sgl.FA4-3",
                 )?;
-                ensure(none(&["cache_batch_idx", "cache_leftpad"]), "sgl.FA4-4")?;
-                ensure(none(&["q_descale", "k_descale", "v_descale"]), "sgl.FA4-5")
+                ensure(
+                    none(&[Param::CacheBatchIdx, Param::CacheLeftpad]),
+                    "sgl.FA4-4",
+                )?;
+                ensure(
+                    none(&[Param::QDescale, Param::KDescale, Param::VDescale]),
+                    "sgl.FA4-5",
+                )
             },
         },
         Check {
             name: "what the FA4 call drops",
             sites: &[],
             run: |s| {
-                if !s.py("qv").is_none() {
+                if !s.py(Param::Qv).is_none() {
                     s.hazard("H-SGL-FA4-QV-DROPPED", &[]);
                 }
                 let dropped = [
-                    ("cu_seqlens_k_new", s.py("cu_seqlens_k_new").is_none()),
-                    ("max_seqlen_q", s.py("max_seqlen_q").is_none()),
+                    ("cu_seqlens_k_new", s.py(Param::CuSeqlensKNew).is_none()),
+                    ("max_seqlen_q", s.py(Param::MaxSeqlenQ).is_none()),
                     ("attention_chunk", {
-                        let c = s.py("attention_chunk");
+                        let c = s.py(Param::AttentionChunk);
                         c.is_none() || c.eq_int(0)
                     }),
-                    ("scheduler_metadata", s.py("scheduler_metadata").is_none()),
-                    ("sm_margin", s.py("sm_margin").eq_int(0)),
+                    (
+                        "scheduler_metadata",
+                        s.py(Param::SchedulerMetadata).is_none(),
+                    ),
+                    ("sm_margin", s.py(Param::SmMargin).eq_int(0)),
                 ];
                 for (name, harmless) in dropped {
                     if !harmless {
@@ -202,7 +212,7 @@ static FA4_WRAPPER: Layer<CudaState> = Layer {
                 "aten.dim-no-dims",
                 "aten.dim-range",
             ],
-            run: |s| match s.py("window_size") {
+            run: |s| match s.py(Param::WindowSize) {
                 PyValue::Tuple(w) if w.len() == 2 && w.iter().all(|x| x.eq_int(-1)) => {
                     s.window = [PyValue::None, PyValue::None];
                     Ok(())
@@ -236,8 +246,8 @@ static FA4_INTERFACE: Layer<CudaState> = Layer {
             name: "maybe_contiguous q, k, v",
             sites: &["py.no-attribute", "aten.dim-no-dims"],
             run: |s| {
-                for name in ["q", "k_cache", "v_cache"] {
-                    python_stride_last(s.py(name))?;
+                for param in [Param::Q, Param::KCache, Param::VCache] {
+                    python_stride_last(s.py(param))?;
                 }
                 Ok(())
             },
@@ -260,8 +270,8 @@ static FA4_INTERFACE: Layer<CudaState> = Layer {
             sites: &["sgl.FA4I-4", "sgl.FA4I-5", "sgl.FA4I-6", "sgl.FA4I-7"],
             run: |s| {
                 let z = fa4_sizes(s)?;
-                let (k, v) = (fa4_tensor(s, "k_cache"), fa4_tensor(s, "v_cache"));
-                let (lead, sites) = if s.py("page_table").is_none() {
+                let (k, v) = (fa4_tensor(s, Param::KCache), fa4_tensor(s, Param::VCache));
+                let (lead, sites) = if s.py(Param::PageTable).is_none() {
                     ([z.batch, z.seqlen_k], ["sgl.FA4I-4", "sgl.FA4I-5"])
                 } else {
                     ([k.shape[0], z.page_size], ["sgl.FA4I-6", "sgl.FA4I-7"])
@@ -281,10 +291,10 @@ static FA4_INTERFACE: Layer<CudaState> = Layer {
             sites: &["sgl.FA4I-8", "py.no-attribute", "sgl.FA4I-9"],
             run: |s| {
                 let z = fa4_sizes(s)?;
-                if let Some(cu) = s.py("cu_seqlens_q").as_tensor() {
+                if let Some(cu) = s.py(Param::CuSeqlensQ).as_tensor() {
                     ensure(cu.shape == [z.batch + 1], "sgl.FA4I-8")?;
                 }
-                let seqused = s.py("cache_seqlens");
+                let seqused = s.py(Param::CacheSeqlens);
                 if !seqused.is_none() {
                     // An int cache_seqlens is not expanded on this path.
                     let t = python_tensor(seqused, "shape")?;
@@ -299,15 +309,16 @@ static FA4_INTERFACE: Layer<CudaState> = Layer {
             run: |s| {
                 let dtype = |n| fa4_tensor(s, n).dtype;
                 ensure(
-                    matches!(dtype("q"), Dtype::Float16 | Dtype::Bfloat16),
+                    matches!(dtype(Param::Q), Dtype::Float16 | Dtype::Bfloat16),
                     "sgl.FA4I-10",
                 )?;
                 ensure(
-                    dtype("k_cache") == dtype("q") && dtype("v_cache") == dtype("q"),
+                    dtype(Param::KCache) == dtype(Param::Q)
+                        && dtype(Param::VCache) == dtype(Param::Q),
                     "sgl.FA4I-11",
                 )?;
-                for name in ["cu_seqlens_q", "cache_seqlens"] {
-                    if let Some(t) = s.py(name).as_tensor() {
+                for param in [Param::CuSeqlensQ, Param::CacheSeqlens] {
+                    if let Some(t) = s.py(param).as_tensor() {
                         ensure(t.dtype == Dtype::Int32, "sgl.FA4I-12")?;
                         ensure(t.stride_of(0) == Some(1), "sgl.FA4I-13")?;
                     }
@@ -319,7 +330,7 @@ static FA4_INTERFACE: Layer<CudaState> = Layer {
             name: "learnable_sink",
             sites: &["py.no-attribute", "sgl.FA4I-14", "sgl.FA4I-15"],
             run: |s| {
-                let sinks = s.py("sinks");
+                let sinks = s.py(Param::Sinks);
                 if sinks.is_none() {
                     return Ok(());
                 }
@@ -341,16 +352,16 @@ static FA4_INTERFACE: Layer<CudaState> = Layer {
             ],
             run: |s| {
                 let on_cuda = [
-                    "q",
-                    "k_cache",
-                    "v_cache",
-                    "cu_seqlens_q",
-                    "cache_seqlens",
-                    "page_table",
-                    "sinks",
+                    Param::Q,
+                    Param::KCache,
+                    Param::VCache,
+                    Param::CuSeqlensQ,
+                    Param::CacheSeqlens,
+                    Param::PageTable,
+                    Param::Sinks,
                 ]
                 .iter()
-                .filter_map(|n| s.py(n).as_tensor())
+                .filter_map(|&p| s.py(p).as_tensor())
                 .all(|t| t.device_or(Device::Cuda) == Device::Cuda);
                 ensure(on_cuda, "sgl.FA4I-16")?;
                 let z = fa4_sizes(s)?;
@@ -360,7 +371,7 @@ static FA4_INTERFACE: Layer<CudaState> = Layer {
                 ensure(z.heads % z.heads_kv == 0, "sgl.FA4I-17")?;
                 ensure(z.head_dim <= 256, "sgl.FA4I-18")?;
                 // alignment = 16 // q.element_size(): 8 for the fp16/bf16 inputs allowed above.
-                let alignment = 16 / fa4_tensor(s, "q").dtype.size_bytes();
+                let alignment = 16 / fa4_tensor(s, Param::Q).dtype.size_bytes();
                 let fail = |site| Err(Fail::with(site, [alignment.to_string()]));
                 if z.head_dim % alignment != 0 {
                     return fail("sgl.FA4I-19");
@@ -375,16 +386,19 @@ static FA4_INTERFACE: Layer<CudaState> = Layer {
             name: "softcap with score_mod",
             sites: &["sgl.FA4I-21"],
             run: |s| {
-                let softcap = s.py("softcap").as_number().unwrap_or(0.0);
-                ensure(softcap == 0.0 || s.py("score_mod").is_none(), "sgl.FA4I-21")
+                let softcap = s.py(Param::Softcap).as_number().unwrap_or(0.0);
+                ensure(
+                    softcap == 0.0 || s.py(Param::ScoreMod).is_none(),
+                    "sgl.FA4I-21",
+                )
             },
         },
         Check {
             name: "sm90 kernel",
             sites: &["sgl.FA4I-22", "sgl.FA4I-23"],
             run: |s| {
-                ensure(s.py("page_table").is_none(), "sgl.FA4I-22")?;
-                let splits = op_int(s.py("num_splits"));
+                ensure(s.py(Param::PageTable).is_none(), "sgl.FA4I-22")?;
+                let splits = op_int(s.py(Param::NumSplits));
                 ensure(splits <= 1, "sgl.FA4I-23")?;
                 if splits < 1 {
                     s.hazard("H-SGL-FA4-SPLITS-UNMODELLED", &[]);
@@ -397,15 +411,15 @@ static FA4_INTERFACE: Layer<CudaState> = Layer {
 };
 
 /// `q`, `k_cache` or `v_cache`, which the first FA4 interface check proved to be tensors.
-fn fa4_tensor<'a>(s: &'a CudaState, name: &str) -> &'a TensorArg {
-    s.py(name)
+fn fa4_tensor(s: &CudaState, param: Param) -> &TensorArg {
+    s.py(param)
         .as_tensor()
         .expect("maybe_contiguous(q, k, v) already required tensors")
 }
 
 /// The sizes `_flash_attn_fwd` unpacks (L132-154), with the page_table asserts between them.
 fn fa4_sizes(s: &CudaState) -> Result<Fa4Sizes, Fail> {
-    let (q, k) = (fa4_tensor(s, "q"), fa4_tensor(s, "k_cache"));
+    let (q, k) = (fa4_tensor(s, Param::Q), fa4_tensor(s, Param::KCache));
     let unpack = |t: &TensorArg, want: usize| {
         if t.ndim() < want {
             Err(Fail::with(
@@ -422,7 +436,7 @@ fn fa4_sizes(s: &CudaState) -> Result<Fa4Sizes, Fail> {
         head_dim: q.shape[q.ndim() - 1],
         ..Fa4Sizes::default()
     };
-    match s.py("cu_seqlens_q") {
+    match s.py(Param::CuSeqlensQ) {
         PyValue::None => {
             z.batch = q.shape[0];
             z.seqlen_q = q.shape[1];
@@ -430,15 +444,15 @@ fn fa4_sizes(s: &CudaState) -> Result<Fa4Sizes, Fail> {
         }
         cu => {
             z.batch = python_shape(cu, 0)?.saturating_sub(1);
-            z.seqlen_q = match s.py("max_seqlen_q") {
+            z.seqlen_q = match s.py(Param::MaxSeqlenQ) {
                 PyValue::Int(m) => (*m).max(0) as usize,
                 _ => q.shape[0],
             };
             z.total_q = q.shape[0];
         }
     }
-    match s.py("page_table") {
-        PyValue::None => z.seqlen_k = python_shape(s.py("k_cache"), -3)?,
+    match s.py(Param::PageTable) {
+        PyValue::None => z.seqlen_k = python_shape(s.py(Param::KCache), -3)?,
         pt => {
             let table = python_tensor(pt, "dtype")?;
             ensure(table.dtype == Dtype::Int32, "sgl.FA4I-1")?;
@@ -450,8 +464,8 @@ fn fa4_sizes(s: &CudaState) -> Result<Fa4Sizes, Fail> {
             z.seqlen_k = pages_per_seq * z.page_size;
         }
     }
-    z.heads_kv = python_shape(s.py("k_cache"), -2)?;
-    z.head_dim_v = python_shape(s.py("v_cache"), -1)?;
+    z.heads_kv = python_shape(s.py(Param::KCache), -2)?;
+    z.head_dim_v = python_shape(s.py(Param::VCache), -1)?;
     Ok(z)
 }
 
@@ -460,16 +474,16 @@ fn fa4_resolved(s: &CudaState) -> Result<Resolved, Fail> {
     let z = fa4_sizes(s)?;
     let window = |w: &PyValue| if w.is_none() { -1 } else { op_int(w) };
     let (left, right) = (window(&s.window[0]), window(&s.window[1]));
-    let causal = s.py("causal").truthy().unwrap_or(false);
-    let softmax_scale = match s.py("softmax_scale") {
+    let causal = s.py(Param::Causal).truthy().unwrap_or(false);
+    let softmax_scale = match s.py(Param::SoftmaxScale) {
         PyValue::None => (z.head_dim as f64).powf(-0.5),
         given => given.as_number().unwrap_or(f64::NAN),
     };
-    let pack_gqa = match s.py("pack_gqa") {
+    let pack_gqa = match s.py(Param::PackGqa) {
         PyValue::None => z.heads / z.heads_kv.max(1) > 1,
         given => given.truthy().unwrap_or(false),
     };
-    let varlen_q = !s.py("cu_seqlens_q").is_none();
+    let varlen_q = !s.py(Param::CuSeqlensQ).is_none();
     Ok(Resolved {
         batch_size: z.batch,
         seqlen_q: z.seqlen_q,
@@ -489,7 +503,7 @@ fn fa4_resolved(s: &CudaState) -> Result<Resolved, Fail> {
         window_left: left,
         window_right: right,
         attention_chunk: 0,
-        softcap: s.py("softcap").as_number().unwrap_or(0.0),
+        softcap: s.py(Param::Softcap).as_number().unwrap_or(0.0),
         softmax_scale,
         num_splits: 1,
         pack_gqa,
@@ -537,11 +551,11 @@ impl Profile for SglKernel {
         };
         let mut state = CudaState::new(bound, Flavour::Legacy, &SGL_FWD_OP);
         // `if ver == 4:` is Python equality (4.0 and True + 3 select FA4, "4" does not).
-        let fa4 = state.py("ver").eq_int(4);
+        let fa4 = state.py(Param::Ver).eq_int(4);
         let layers: &[&Layer<CudaState>] = if fa4 { &FA4_LAYERS } else { &FA3_LAYERS };
         let outcome = match run_layers(&mut state, layers) {
             Ok(()) => {
-                let lse = state.py("return_softmax_lse").truthy() == Some(true);
+                let lse = state.py(Param::ReturnSoftmaxLse).truthy() == Some(true);
                 match state.fa4.take() {
                     Some(resolved) => {
                         if lse {
