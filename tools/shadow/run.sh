@@ -1,0 +1,65 @@
+#!/usr/bin/env bash
+# The shadow oracle in one command (tools/shadow/README.md):
+#   tools/shadow/run.sh [--mate SRC] [--sglang SRC]
+# builds the binaries, provisions target/shadow/ (venv with CPU torch, pinned upstream sources,
+# the tvm-ffi signature stub), builds the input sets, runs every set through the real SGLang/mate
+# Python and through `fa3conform certify --profile musa`, and compares them -> target/shadow/results/cmp/.
+# SRC: a git dir or URL (fetch_upstream.py); only needed the first time.
+# Environment: RANDOM_CASES=N (random set size, default 3000), SHADOW_EXTRA=<JSONL of your own calls>,
+#              SHADOW_SETS="catalog export ..." (a subset), TORCH_SITE=<site-packages with torch>.
+set -euo pipefail
+TOOL=$(cd "$(dirname "$0")" && pwd)
+export FA3CONFORM_ROOT=${FA3CONFORM_ROOT:-$(cd "$TOOL/../.." && pwd)}
+export SHADOW_WORK=${SHADOW_WORK:-$FA3CONFORM_ROOT/target/shadow}
+WORK=$SHADOW_WORK
+FA3C=$FA3CONFORM_ROOT/target/release/fa3conform
+mkdir -p "$WORK"
+start=$(date +%s)
+
+# 1. the binaries certify and the input sets need
+(cd "$FA3CONFORM_ROOT" && cargo build --quiet --release --features internal-testing --bin fa3conform --bin fuzz-decode)
+
+# 2. a venv with CPU torch, tvm-ffi (its runtime and headers), jinja2 and packaging (what mate imports)
+VENV=$WORK/venv
+if ! "$VENV/bin/python" -c "import torch, numpy, tvm_ffi, packaging, jinja2" 2>/dev/null; then
+  python3 -m venv "$VENV"
+  if [ -n "${TORCH_SITE:-}" ]; then
+    echo "$TORCH_SITE" > "$(ls -d "$VENV"/lib/python3*/site-packages)/zz_torch.pth"
+  else
+    "$VENV/bin/pip" install -q torch numpy
+  fi
+  "$VENV/bin/pip" install -q apache-tvm-ffi packaging jinja2
+fi
+
+# 3. the pinned upstream sources (once; see fetch_upstream.py for the sources it accepts)
+python3 "$TOOL/fetch_upstream.py" --dest "$WORK/upstream" "$@" > /dev/null
+
+# 4. the tvm-ffi signature stub (g++, once)
+"$VENV/bin/python" "$TOOL/ffi_stub_build.py" > /dev/null
+
+# 5. inputs
+INPUTS=$WORK/inputs
+"$VENV/bin/python" "$TOOL/prepare_inputs.py" --out "$INPUTS" --random "${RANDOM_CASES:-3000}" > /dev/null
+
+# 6. both sides, per set
+RESULTS=$WORK/results
+mkdir -p "$RESULTS"
+args=()
+for s in ${SHADOW_SETS:-catalog extra export corpus random mutate}; do
+  [ -s "$INPUTS/$s.jsonl" ] || continue
+  "$VENV/bin/python" "$TOOL/harness.py" "$INPUTS/$s.jsonl" --out "$RESULTS/$s.shadow.jsonl"
+  "$FA3C" certify --profile musa --format json "$INPUTS/$s.jsonl" > "$RESULTS/$s.certify.json" || [ $? -eq 1 ]
+  args+=(--set "$s" "$INPUTS/$s.jsonl" "$RESULTS/$s.shadow.jsonl" "$RESULTS/$s.certify.json")
+done
+
+# 7. compare
+CMP=$RESULTS/cmp
+mkdir -p "$CMP"
+"$FA3C" explain --list --format json > "$CMP/sites.json"
+"$VENV/bin/python" "$TOOL/compare.py" "${args[@]}" --sites "$CMP/sites.json" --out "$CMP" > "$CMP/summary.txt" 2>&1 \
+  || { cat "$CMP/summary.txt"; exit 1; }
+end=$(date +%s)
+echo "runtime: $((end - start)) s" >> "$CMP/summary.txt"
+sed -n '/"total"/,/^ }/p' "$CMP/summary.txt"
+echo "disagreement classes: $(grep -c '^#' "$CMP/summary.txt" || true)  ($CMP/summary.txt, $CMP/comparison.json)"
+echo "runtime: $((end - start)) s"
