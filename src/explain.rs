@@ -2,9 +2,11 @@
 //! usual causes and fixes. Accepts a rendered message (with or without its `ValueError: ` prefix),
 //! a site id (`musa.W-1`) or a hazard code (`H-MUSA-SINKS-RENAMED`). Exact matches win; otherwise
 //! the sites whose message shares the most words with the query are shown (of the query's exception
-//! class, when it names one).
+//! class, when it names one). `--list` prints every error site, `--format json` for tools (the
+//! shadow oracle reads each site's message template and match kind from it).
 
-use crate::validate::registry::{self, HazardDef, Site};
+use crate::cli::args::TextOrJson;
+use crate::validate::registry::{self, HazardDef, MessageMatch, Site};
 use crate::validate::{Exception, profiles};
 use std::collections::BTreeSet;
 use std::io::{self, Write};
@@ -13,8 +15,16 @@ use std::io::{self, Write};
 #[derive(Clone, Debug, clap::Args)]
 pub struct ExplainArgs {
     /// An error message as Python printed it, a site id or a hazard code.
-    #[arg(value_parser = clap::builder::NonEmptyStringValueParser::new())]
-    pub message: String,
+    #[arg(
+        required_unless_present = "list",
+        value_parser = clap::builder::NonEmptyStringValueParser::new()
+    )]
+    pub message: Option<String>,
+    /// List every error site: id, profiles, exception, message template and how it matches `str(exc)`.
+    #[arg(long, conflicts_with = "message")]
+    pub list: bool,
+    #[arg(long, value_enum, default_value_t = TextOrJson::Human)]
+    pub format: TextOrJson,
 }
 
 /// What a query matched.
@@ -163,9 +173,66 @@ pub fn render(found: &Found) -> String {
     }
 }
 
-/// Runs `explain`: 0 when something matched, 1 otherwise.
+/// One entry of `explain --list`.
+#[derive(Debug, serde::Serialize)]
+pub struct ListedSite {
+    pub id: &'static str,
+    pub profiles: Vec<&'static str>,
+    pub layer: &'static str,
+    pub exception: &'static str,
+    pub template: &'static str,
+    pub message_match: MessageMatch,
+    pub citation: &'static str,
+}
+
+/// Every registered error site, in registry order.
+pub fn list() -> Vec<ListedSite> {
+    registry::sites()
+        .map(|s| ListedSite {
+            id: s.id,
+            profiles: profiles_raising(s.id),
+            layer: s.layer,
+            exception: s.exception.name(),
+            template: s.template,
+            message_match: s.message_match,
+            citation: s.citation,
+        })
+        .collect()
+}
+
+fn render_list(sites: &[ListedSite]) -> String {
+    sites
+        .iter()
+        .map(|s| {
+            let partial = match s.message_match {
+                MessageMatch::Exact => "",
+                MessageMatch::Prefix => "  (prefix of the message)",
+            };
+            format!(
+                "{}  [{}]  {}: {}{partial}\n",
+                s.id,
+                s.profiles.join(", "),
+                s.exception,
+                s.template
+            )
+        })
+        .collect()
+}
+
+/// Runs `explain`: 0 when something matched (or `--list`), 1 otherwise.
 pub fn run_explain(args: &ExplainArgs, out: &mut dyn Write) -> io::Result<u8> {
-    let found = explain(&args.message);
+    let Some(message) = args.message.as_deref().filter(|_| !args.list) else {
+        let sites = list();
+        match args.format {
+            TextOrJson::Human => out.write_all(render_list(&sites).as_bytes())?,
+            TextOrJson::Json => {
+                serde_json::to_writer_pretty(&mut *out, &sites)?;
+                out.write_all(b"\n")?;
+            }
+        }
+        return Ok(0);
+    };
+    let found = explain(message);
     out.write_all(render(&found).as_bytes())?;
     Ok(if matches!(found, Found::Nothing) {
         1

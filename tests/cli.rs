@@ -192,7 +192,7 @@ fn explain_refuses_an_empty_query() {
         "no site is listed for an empty query"
     );
     assert!(
-        String::from_utf8_lossy(&output.stderr).contains("a value is required for '<MESSAGE>'"),
+        String::from_utf8_lossy(&output.stderr).contains("a value is required for '[MESSAGE]'"),
         "{}",
         String::from_utf8_lossy(&output.stderr)
     );

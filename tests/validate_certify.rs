@@ -1,6 +1,7 @@
 //! `certify` and `explain` as library functions: formats, summary line, exit status, bad input.
 
 use fa3conform::certify::{CertifyArgs, Error, Format, run_certify, summary};
+use fa3conform::cli::args::TextOrJson;
 use fa3conform::explain::{ExplainArgs, run_explain};
 use fa3conform::validate::profiles;
 use serde_json::Value;
@@ -108,7 +109,9 @@ fn summary_groups_accepted_and_rejected_profiles() {
 fn explain_prints_the_fixes_for_the_ver_gate() {
     let mut out = Vec::new();
     let args = ExplainArgs {
-        message: "ValueError: Only ver=3 is supported for MUSA FA3.".into(),
+        message: Some("ValueError: Only ver=3 is supported for MUSA FA3.".into()),
+        list: false,
+        format: TextOrJson::Human,
     };
     assert_eq!(run_explain(&args, &mut out).unwrap(), 0);
     let text = String::from_utf8(out).unwrap();
@@ -123,9 +126,35 @@ fn explain_prints_the_fixes_for_the_ver_gate() {
     }
     let mut out = Vec::new();
     let args = ExplainArgs {
-        message: "nothing like any message".into(),
+        message: Some("nothing like any message".into()),
+        list: false,
+        format: TextOrJson::Human,
     };
     assert_eq!(run_explain(&args, &mut out).unwrap(), 1);
+}
+
+#[test]
+fn explain_lists_every_site_with_its_message_match() {
+    let mut out = Vec::new();
+    let args = ExplainArgs {
+        message: None,
+        list: true,
+        format: TextOrJson::Json,
+    };
+    assert_eq!(run_explain(&args, &mut out).unwrap(), 0);
+    let listed: Vec<Value> = serde_json::from_slice(&out).unwrap();
+    assert_eq!(
+        listed.len(),
+        fa3conform::validate::registry::sites().count()
+    );
+    let by_id = |id: &str| listed.iter().find(|s| s["id"] == id).unwrap().clone();
+    let ver = by_id("musa.W-1");
+    assert_eq!(ver["message_match"], "exact");
+    assert_eq!(ver["exception"], "ValueError");
+    assert_eq!(ver["template"], "Only ver=3 is supported for MUSA FA3.");
+    assert_eq!(ver["profiles"], serde_json::json!(["musa"]));
+    // The build log after mate's "Ninja build failed." is the compiler's.
+    assert_eq!(by_id("musa.J-1")["message_match"], "prefix");
 }
 
 #[test]

@@ -6,14 +6,22 @@
 use super::{Exception, Severity};
 
 /// A [`Site`]: id, layer, exception class (an [`Exception`] variant), message template, citation,
-/// condition, explanation.
+/// condition, explanation. `prefix "template"` marks a message whose end the sources do not
+/// determine ([`MessageMatch::Prefix`]).
 macro_rules! site {
+    ($id:literal, $layer:expr, $exception:ident, prefix $template:expr, $citation:expr, $condition:expr, $explain:expr $(,)?) => {
+        site!(@ $id, $layer, $exception, $template, Prefix, $citation, $condition, $explain)
+    };
     ($id:literal, $layer:expr, $exception:ident, $template:expr, $citation:expr, $condition:expr, $explain:expr $(,)?) => {
+        site!(@ $id, $layer, $exception, $template, Exact, $citation, $condition, $explain)
+    };
+    (@ $id:literal, $layer:expr, $exception:ident, $template:expr, $match:ident, $citation:expr, $condition:expr, $explain:expr) => {
         $crate::validate::registry::Site {
             id: $id,
             layer: $layer,
             exception: $crate::validate::Exception::$exception,
             template: $template,
+            message_match: $crate::validate::registry::MessageMatch::$match,
             citation: $citation,
             condition: $condition,
             explain: $explain,
@@ -48,12 +56,35 @@ pub struct Site {
     pub exception: Exception,
     /// `str(exc)` with `{}` placeholders; empty for a bare `assert`.
     pub template: &'static str,
+    /// How much of `str(exc)` the filled template determines.
+    pub message_match: MessageMatch,
     /// `repo@commit path:Lx-Ly`.
     pub citation: &'static str,
     /// The condition that fires, in words.
     pub condition: &'static str,
     /// Usual causes and fixes, for porters.
     pub explain: &'static str,
+}
+
+/// How a rendered message stands for `str(exc)`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum MessageMatch {
+    /// Byte for byte.
+    Exact,
+    /// `str(exc)` starts with the message; the text that follows depends on the build or on what
+    /// the sources do not determine (a compiler log, a signature the message goes on to print).
+    Prefix,
+}
+
+impl MessageMatch {
+    /// Whether `actual` (an exception's `str()`) is what `expected` (a rendered message) stands for.
+    pub fn accepts(self, expected: &str, actual: &str) -> bool {
+        match self {
+            MessageMatch::Exact => actual == expected,
+            MessageMatch::Prefix => actual.starts_with(expected),
+        }
+    }
 }
 
 /// A registered hazard kind.
@@ -164,5 +195,20 @@ mod tests {
         assert!(template_matches("", ""));
         assert!(!template_matches("", "x"));
         assert!(template_matches("{}", "anything"));
+    }
+
+    #[test]
+    fn a_prefix_match_accepts_what_follows_the_message() {
+        let message = "Mismatched type on argument #11";
+        assert!(
+            MessageMatch::Prefix
+                .accepts(message, "Mismatched type on argument #11 when calling: f")
+        );
+        assert!(
+            !MessageMatch::Exact
+                .accepts(message, "Mismatched type on argument #11 when calling: f")
+        );
+        assert!(MessageMatch::Exact.accepts(message, message));
+        assert!(!MessageMatch::Prefix.accepts(message, "Mismatched type on argument #1"));
     }
 }

@@ -459,7 +459,7 @@ pub static SITES: &[Site] = &[
         "musa.MLA-2.seqlens_k",
         MLA,
         TypeError,
-        "Mismatched type on argument #4",
+        prefix "Mismatched type on argument #4",
         mha!("L929-L944"),
         "MLA-shaped call with cache_seqlens None: the C++ parameter seqlens_k is a non-optional tensor \
          (tvm-ffi argument conversion; the message continues with the function signature, not modelled)",
@@ -469,7 +469,7 @@ pub static SITES: &[Site] = &[
         "musa.MLA-2.block_table",
         MLA,
         TypeError,
-        "Mismatched type on argument #5",
+        prefix "Mismatched type on argument #5",
         mha!("L929-L944"),
         "MLA-shaped call with page_table None: the C++ parameter block_table is a non-optional tensor \
          (tvm-ffi argument conversion; the message continues with the function signature, not modelled)",
@@ -488,7 +488,7 @@ pub static SITES: &[Site] = &[
         "musa.MLA-2.is_inited",
         MLA,
         TypeError,
-        "Mismatched type on argument #13",
+        prefix "Mismatched type on argument #13",
         mha!("L929-L944"),
         "MLA-shaped call with a scheduler_metadata that is not a (workspace, bool) pair: `scheduler_metadata[1]` \
          is passed for the C++ `bool is_inited` (tvm-ffi argument conversion; message continues with the signature, \
@@ -1286,7 +1286,7 @@ pub static SITES: &[Site] = &[
         "musa.J-1",
         JIT,
         RuntimeError,
-        "Ninja build failed.",
+        prefix "Ninja build failed.",
         mate!("mate/jit/cpp_ext.py", "L320-L324"),
         "k/v appended without any of cu_seqlens_q, cache_seqlens, cache_leftpad: static_assert \"AppendKV is only \
          supported with Varlen\" (include/mate/attention/fmha/seqlen.hpp L36); the message continues with the build log",
@@ -1296,7 +1296,7 @@ pub static SITES: &[Site] = &[
         "musa.J-3.arg-type",
         JIT,
         TypeError,
-        "Mismatched type on argument #{}",
+        prefix "Mismatched type on argument #{}",
         fwd!("L843-L885"),
         "the forward kernel's typed parameters (csrc/templates/attention/fmha/fwd_kern.j2 L20-L63) reject a value: \
          #11 max_seqlen_q (with cu_seqlens_q), #24/#25 the resolved window, #26 attention_chunk, #28 sm_margin, \
