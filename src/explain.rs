@@ -2,30 +2,15 @@
 //! usual causes and fixes. Accepts a rendered message (with or without its `ValueError: ` prefix),
 //! a site id (`musa.W-1`) or a hazard code (`H-MUSA-SINKS-RENAMED`). Exact matches win; otherwise
 //! the sites whose message shares the most words with the query are shown (of the query's exception
-//! class, when it names one). `--list` prints every error site, `--format json` for tools (the
-//! shadow oracle reads each site's message template and match kind from it).
+//! class, when it names one). [`list`] gives every error site, as text or a JSON document for tools
+//! (the shadow oracle reads each site's message template and match kind from it).
 
-use crate::cli::args::TextOrJson;
+use crate::report::documents::explain as doc;
+use crate::report::{Format, Report, Status};
 use crate::validate::registry::{self, HazardDef, MessageMatch, Site};
 use crate::validate::{Exception, profiles};
 use std::collections::BTreeSet;
 use std::io::{self, Write};
-
-/// Arguments of `fa3conform explain`.
-#[derive(Clone, Debug, clap::Args)]
-pub struct ExplainArgs {
-    /// An error message as Python printed it, a site id or a hazard code.
-    #[arg(
-        required_unless_present = "list",
-        value_parser = clap::builder::NonEmptyStringValueParser::new()
-    )]
-    pub message: Option<String>,
-    /// List every error site: id, profiles, exception, message template and how it matches `str(exc)`.
-    #[arg(long, conflicts_with = "message")]
-    pub list: bool,
-    #[arg(long, value_enum, default_value_t = TextOrJson::Human)]
-    pub format: TextOrJson,
-}
 
 /// What a query matched.
 #[derive(Debug)]
@@ -173,10 +158,18 @@ pub fn render(found: &Found) -> String {
     }
 }
 
+impl Found {
+    /// Findings when nothing matched: the query explains no known error.
+    pub fn status(&self) -> Status {
+        Status::findings_if(matches!(self, Found::Nothing))
+    }
+}
+
 /// One entry of `explain --list`.
-#[derive(Debug, serde::Serialize)]
+#[derive(Clone, Debug, PartialEq, Eq)]
 pub struct ListedSite {
     pub id: &'static str,
+    /// The profiles whose checks can raise it.
     pub profiles: Vec<&'static str>,
     pub layer: &'static str,
     pub exception: &'static str,
@@ -185,9 +178,15 @@ pub struct ListedSite {
     pub citation: &'static str,
 }
 
+/// `explain --list`: every registered error site, in registry order.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct SiteList {
+    pub sites: Vec<ListedSite>,
+}
+
 /// Every registered error site, in registry order.
-pub fn list() -> Vec<ListedSite> {
-    registry::sites()
+pub fn list() -> SiteList {
+    let sites = registry::sites()
         .map(|s| ListedSite {
             id: s.id,
             profiles: profiles_raising(s.id),
@@ -197,48 +196,58 @@ pub fn list() -> Vec<ListedSite> {
             message_match: s.message_match,
             citation: s.citation,
         })
-        .collect()
+        .collect();
+    SiteList { sites }
 }
 
-fn render_list(sites: &[ListedSite]) -> String {
-    sites
-        .iter()
-        .map(|s| {
+impl Report for SiteList {
+    const FORMATS: &'static [Format] = &[Format::Human, Format::Json];
+    type Document = doc::SiteList;
+
+    /// A listing finds nothing: a success.
+    fn status(&self) -> Status {
+        Status::Success
+    }
+
+    /// One line per site: id, profiles, exception and template, and whether the template is only
+    /// the start of the message.
+    fn write_human(&self, out: &mut dyn Write) -> io::Result<()> {
+        for s in &self.sites {
             let partial = match s.message_match {
                 MessageMatch::Exact => "",
                 MessageMatch::Prefix => "  (prefix of the message)",
             };
-            format!(
-                "{}  [{}]  {}: {}{partial}\n",
+            writeln!(
+                out,
+                "{}  [{}]  {}: {}{partial}",
                 s.id,
                 s.profiles.join(", "),
                 s.exception,
                 s.template
-            )
-        })
-        .collect()
-}
-
-/// Runs `explain`: 0 when something matched (or `--list`), 1 otherwise.
-pub fn run_explain(args: &ExplainArgs, out: &mut dyn Write) -> io::Result<u8> {
-    let Some(message) = args.message.as_deref().filter(|_| !args.list) else {
-        let sites = list();
-        match args.format {
-            TextOrJson::Human => out.write_all(render_list(&sites).as_bytes())?,
-            TextOrJson::Json => {
-                serde_json::to_writer_pretty(&mut *out, &sites)?;
-                out.write_all(b"\n")?;
-            }
+            )?;
         }
-        return Ok(0);
-    };
-    let found = explain(message);
-    out.write_all(render(&found).as_bytes())?;
-    Ok(if matches!(found, Found::Nothing) {
-        1
-    } else {
-        0
-    })
+        Ok(())
+    }
+
+    fn document(&self) -> doc::SiteList {
+        let sites = self
+            .sites
+            .iter()
+            .map(|s| doc::Site {
+                id: s.id.to_string(),
+                profiles: s.profiles.iter().map(|p| p.to_string()).collect(),
+                layer: s.layer.to_string(),
+                exception: s.exception.to_string(),
+                template: s.template.to_string(),
+                message_match: match s.message_match {
+                    MessageMatch::Exact => doc::MessageMatch::Exact,
+                    MessageMatch::Prefix => doc::MessageMatch::Prefix,
+                },
+                citation: s.citation.to_string(),
+            })
+            .collect();
+        doc::SiteList { sites }
+    }
 }
 
 #[cfg(test)]

@@ -16,6 +16,8 @@ pub mod musa;
 pub mod numeric;
 pub mod parallel;
 pub mod reference;
+pub mod report;
+pub mod run;
 pub mod scan;
 pub mod scheduler;
 pub mod spec;

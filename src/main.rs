@@ -1,5 +1,6 @@
 use clap::Parser;
 use fa3conform::cli::{self, Cli};
+use fa3conform::report::Status;
 use std::process::ExitCode;
 
 fn main() -> ExitCode {
@@ -13,6 +14,6 @@ fn main() -> ExitCode {
     let status = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
         cli::run(cli, &mut stdout.lock())
     }))
-    .unwrap_or(cli::ExitStatus::Internal);
-    status.into()
+    .unwrap_or(Status::Internal);
+    ExitCode::from(cli::exit_code(status))
 }

@@ -9,10 +9,10 @@ mod bridge_support;
 
 use bridge_support::{python, repo};
 use fa3conform::bridge::tensors::{read_tensor_file, write_tensor_file};
-use fa3conform::bridge::{ExportArgs, VerifyArgs, run_export, run_verify};
+use fa3conform::bridge::{ExportOptions, VerifyOptions, export, verify};
 use fa3conform::call::Dtype;
-use fa3conform::cli::ExitStatus;
-use fa3conform::conform::Format;
+use fa3conform::report::{self, Format, Report, Status};
+use fa3conform::spec::parse_specs;
 use serde_json::Value;
 use std::path::Path;
 use std::process::Command;
@@ -20,18 +20,18 @@ use std::process::Command;
 const WRAPPER_TARGET: &str = "tests/python/musa_wrapper_target.py:flash_attn_with_kvcache";
 const ATTENTION_ONLY_TARGET: &str = "tests/python/numpy_target.py:flash_attn_with_kvcache";
 
-fn export(out: &Path) {
-    let args = ExportArgs {
-        suite: None,
-        spec: Some(repo().join("tests/bridge_loop/calls.json")),
-        cases: None,
-        seed: None,
+fn export_calls(out: &Path) {
+    let specs = std::fs::read_to_string(repo().join("tests/bridge_loop/calls.json")).unwrap();
+    let options = ExportOptions {
+        calls: parse_specs(&specs).unwrap(),
         out: out.to_path_buf(),
         profile: "musa".into(),
         memory_cap: 1 << 30,
     };
+    let exported = export(&options).unwrap();
+    assert_eq!(exported.status(), Status::Success);
     let mut log = Vec::new();
-    assert_eq!(run_export(&args, &mut log), ExitStatus::Success);
+    report::write(&exported, Format::Human, &mut log).unwrap();
     assert_eq!(
         String::from_utf8(log).unwrap(),
         format!(
@@ -63,18 +63,17 @@ fn run_target(target: &str, bundles: &Path) {
     assert!(log.contains("[10/10]"), "{log}");
 }
 
-/// `verify` in JSON: (exit status, report).
-fn verify(bundles: &Path) -> (ExitStatus, Value) {
-    let args = VerifyArgs {
+/// `verify` in JSON: (status, report).
+fn verify_bundles(bundles: &Path) -> (Status, Value) {
+    let options = VerifyOptions {
         dir: bundles.to_path_buf(),
         profile: "musa".into(),
-        format: Format::Json,
-        output: None,
         memory_cap: 1 << 30,
     };
+    let verified = verify(&options).unwrap();
     let mut out = Vec::new();
-    let status = run_verify(&args, &mut out);
-    (status, serde_json::from_slice(&out).unwrap())
+    report::write(&verified, Format::Json, &mut out).unwrap();
+    (verified.status(), serde_json::from_slice(&out).unwrap())
 }
 
 fn outcomes(report: &Value) -> Vec<(String, String)> {
@@ -104,10 +103,10 @@ fn message<'a>(report: &'a Value, case: &str) -> &'a str {
 #[test]
 fn numpy_stack_matches_verdicts_numbers_and_caches() {
     let dir = tempfile::tempdir().unwrap();
-    export(dir.path());
+    export_calls(dir.path());
     run_target(WRAPPER_TARGET, dir.path());
-    let (status, report) = verify(dir.path());
-    assert_eq!(status, ExitStatus::Success, "{report:#}");
+    let (status, report) = verify_bundles(dir.path());
+    assert_eq!(status, Status::Success, "{report:#}");
     assert_eq!(
         (report["matched"].as_u64(), report["mismatched"].as_u64()),
         (Some(10), Some(0))
@@ -136,8 +135,8 @@ fn numpy_stack_matches_verdicts_numbers_and_caches() {
     assert_eq!(out.dtype, Dtype::Bfloat16);
     out.bytes[0..2].copy_from_slice(&half::bf16::from_f32(3.0).to_le_bytes());
     write_tensor_file(&result, &tensors).unwrap();
-    let (status, report) = verify(dir.path());
-    assert_eq!(status, ExitStatus::Failure);
+    let (status, report) = verify_bundles(dir.path());
+    assert_eq!(status, Status::Findings);
     assert_eq!(report["mismatched"], 1);
     assert!(
         message(&report, "0002-varlen-causal").starts_with("out: max "),
@@ -148,10 +147,10 @@ fn numpy_stack_matches_verdicts_numbers_and_caches() {
 #[test]
 fn a_target_without_the_wrapper_checks_is_caught() {
     let dir = tempfile::tempdir().unwrap();
-    export(dir.path());
+    export_calls(dir.path());
     run_target(ATTENTION_ONLY_TARGET, dir.path());
-    let (status, report) = verify(dir.path());
-    assert_eq!(status, ExitStatus::Failure);
+    let (status, report) = verify_bundles(dir.path());
+    assert_eq!(status, Status::Findings);
     let mismatched: Vec<String> = outcomes(&report)
         .into_iter()
         .filter(|(_, outcome)| outcome == "mismatch")
@@ -164,14 +163,14 @@ fn a_target_without_the_wrapper_checks_is_caught() {
     );
     // A missing result is a mismatch too (the runner crashed before the case).
     std::fs::remove_file(dir.path().join("0007-unknown-keyword/result.json")).unwrap();
-    let (_, report) = verify(dir.path());
+    let (_, report) = verify_bundles(dir.path());
     assert!(message(&report, "0007-unknown-keyword").starts_with("no result.json"));
 }
 
 #[test]
 fn bundles_open_with_python_safetensors() {
     let dir = tempfile::tempdir().unwrap();
-    export(dir.path());
+    export_calls(dir.path());
     let script = "import sys; from safetensors import safe_open\n\
                   f = safe_open(sys.argv[1] + '/inputs.safetensors', framework='numpy')\n\
                   print(sorted(f.keys()), f.get_tensor('cache_seqlens').tolist(), f.get_tensor('page_table').shape)\n\

@@ -151,7 +151,7 @@ fn certify_numerics_show_the_rows_stale_metadata_never_computes() {
     ]);
     assert_eq!(output.status.code(), Some(1));
     let doc: serde_json::Value = serde_json::from_slice(&output.stdout).unwrap();
-    let numerics = &doc[0]["numerics"];
+    let numerics = &doc["calls"][0]["numerics"];
     assert_eq!(numerics["status"], "differs", "{numerics}");
     let detail = numerics["detail"].as_str().unwrap();
     assert!(
@@ -171,15 +171,16 @@ fn certify_numerics_pass_for_a_sound_call_and_skip_rejected_ones() {
         "json",
     ]);
     let doc: serde_json::Value = serde_json::from_slice(&output.stdout).unwrap();
-    assert_eq!(doc[0]["numerics"]["status"], "within-tolerance", "{doc}");
-    assert_eq!(doc[0]["certified"], true);
+    let calls = &doc["calls"];
+    assert_eq!(calls[0]["numerics"]["status"], "within-tolerance", "{doc}");
+    assert_eq!(calls[0]["certified"], true);
     // ver=2 is rejected by the wrapper: nothing to compute.
-    assert!(doc[1]["numerics"].is_null(), "{doc}");
-    assert_eq!(doc[1]["certified"], false);
+    assert!(calls[1]["numerics"].is_null(), "{doc}");
+    assert_eq!(calls[1]["certified"], false);
     // Without --numerics the key is null for every call.
     let plain = fa3conform(&["certify", "examples/decode-paged.json", "--format", "json"]);
     let doc: serde_json::Value = serde_json::from_slice(&plain.stdout).unwrap();
-    assert!(doc[0]["numerics"].is_null());
+    assert!(doc["calls"][0]["numerics"].is_null());
     assert_eq!(plain.status.code(), Some(0));
 }
 
@@ -195,5 +196,69 @@ fn explain_refuses_an_empty_query() {
         String::from_utf8_lossy(&output.stderr).contains("a value is required for '[MESSAGE]'"),
         "{}",
         String::from_utf8_lossy(&output.stderr)
+    );
+}
+
+/// The JSON document a command printed, and its exit code.
+fn json_document(args: &[&str]) -> (Option<i32>, serde_json::Value) {
+    let output = fa3conform(args);
+    let doc = serde_json::from_slice(&output.stdout)
+        .unwrap_or_else(|e| panic!("{args:?}: {e}\n{}", String::from_utf8_lossy(&output.stderr)));
+    (output.status.code(), doc)
+}
+
+#[test]
+fn every_json_document_carries_its_schema_version_and_the_documented_exit_code() {
+    let dir = tempfile::tempdir().unwrap();
+    let bundles = dir.path().join("bundles");
+    let bundles = bundles.to_str().unwrap();
+    let cases: [(&[&str], i32); 7] = [
+        (&["conform", "--suite", "validation", "--cases", "2"], 0),
+        (&["certify", "examples/decode-ver2.json"], 1),
+        (&["forward", "examples/forward-plain.json"], 0),
+        (&["scan", "tests/scan/fixtures/rules/FA3M001.py"], 1),
+        (&["run", "examples/decode-paged.json"], 0),
+        (
+            &[
+                "export",
+                "--spec",
+                "examples/decode-ver2.json",
+                "--out",
+                bundles,
+            ],
+            0,
+        ),
+        // The runner never ran: a bundle without a result is a mismatch.
+        (&["verify", bundles], 1),
+    ];
+    for (args, code) in cases {
+        let args = [args, &["--format", "json"]].concat();
+        let (exit, doc) = json_document(&args);
+        assert_eq!(exit, Some(code), "{args:?}: {doc}");
+        assert_eq!(doc["schema_version"], 1, "{args:?}: {doc}");
+    }
+}
+
+#[test]
+fn bad_input_outranks_findings_and_formats_are_offered_per_command() {
+    // A missing file: input error (2), whatever the other files would have found.
+    let output = fa3conform(&["certify", "examples/decode-ver2.json", "no/such.json"]);
+    assert_eq!(output.status.code(), Some(2));
+    let stderr = String::from_utf8(output.stderr).unwrap();
+    assert!(
+        stderr.starts_with("error: reading no/such.json: "),
+        "{stderr}"
+    );
+    let output = fa3conform(&[
+        "forward",
+        "examples/forward-plain.json",
+        "--format",
+        "junit",
+    ]);
+    assert_eq!(output.status.code(), Some(2));
+    let stderr = String::from_utf8(output.stderr).unwrap();
+    assert!(
+        stderr.contains("[possible values: human, json]"),
+        "{stderr}"
     );
 }

@@ -5,7 +5,8 @@
 mod support;
 
 use fa3conform::mate::DEFAULT_MP;
-use fa3conform::scheduler::forward::{ForwardReport, emulate, parse_forward, render_human};
+use fa3conform::report::{self, Format, Report, Status};
+use fa3conform::scheduler::forward::{ForwardReport, emulate, parse_forward};
 
 fn report(name: &str) -> ForwardReport {
     let path = format!(
@@ -14,6 +15,12 @@ fn report(name: &str) -> ForwardReport {
     );
     let pass = parse_forward(&std::fs::read_to_string(&path).unwrap()).unwrap();
     emulate(&pass, DEFAULT_MP)
+}
+
+fn render_human(report: &ForwardReport) -> String {
+    let mut out = Vec::new();
+    report::write(report, Format::Human, &mut out).unwrap();
+    String::from_utf8(out).unwrap()
 }
 
 fn codes(report: &ForwardReport, call: &str) -> Vec<&'static str> {
@@ -80,32 +87,31 @@ fn mla_cascade_base_call_reuses_the_expand_calls_workspace() {
 }
 
 #[test]
-fn json_report_and_exit_status() {
-    use fa3conform::cli::ExitStatus;
-    use fa3conform::cli::args::TextOrJson;
-    use fa3conform::scheduler::forward::{ForwardArgs, run_forward};
+fn json_report_and_status() {
+    use fa3conform::scheduler::forward::{ForwardOptions, forward};
     let run = |name: &str| {
-        let args = ForwardArgs {
+        let options = ForwardOptions {
             file: format!(
                 "{}/examples/forward-{name}.json",
                 env!("CARGO_MANIFEST_DIR")
             )
             .into(),
-            format: TextOrJson::Json,
             mp: DEFAULT_MP,
         };
+        let report = forward(&options).unwrap();
         let mut out = Vec::new();
-        let status = run_forward(&args, &mut out);
+        report::write(&report, Format::Json, &mut out).unwrap();
         (
-            status,
+            report.status(),
             serde_json::from_slice::<serde_json::Value>(&out).unwrap(),
         )
     };
     let (status, json) = run("plain");
-    assert_eq!(status, ExitStatus::Success);
+    assert_eq!(status, Status::Success);
+    assert_eq!(json["schema_version"], 1);
     assert_eq!(json["flagged"], 0);
     let (status, json) = run("mla");
-    assert_eq!(status, ExitStatus::Failure);
+    assert_eq!(status, Status::Findings);
     assert_eq!(json["calls"][2]["findings"][0]["severity"], "error");
 }
 

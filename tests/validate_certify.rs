@@ -1,8 +1,8 @@
-//! `certify` and `explain` as library functions: formats, summary line, exit status, bad input.
+//! `certify` and `explain` as library functions: formats, summary line, status, bad input.
 
-use fa3conform::certify::{CertifyArgs, Error, Format, run_certify, summary};
-use fa3conform::cli::args::TextOrJson;
-use fa3conform::explain::{ExplainArgs, run_explain};
+use fa3conform::certify::{CertifyOptions, Error, certify, summary};
+use fa3conform::explain::{explain, list, render};
+use fa3conform::report::{self, Format, Report, Status};
 use fa3conform::validate::profiles;
 use serde_json::Value;
 use std::io::Write;
@@ -19,26 +19,31 @@ fn spec_file(text: &str) -> tempfile::NamedTempFile {
     f
 }
 
-fn certify(text: &str, format: Format, profiles: &[&str]) -> (Result<u8, Error>, String) {
-    let file = spec_file(text);
-    let args = CertifyArgs {
-        files: vec![file.path().to_path_buf()],
+fn options(files: Vec<PathBuf>, profiles: &[&str]) -> CertifyOptions {
+    CertifyOptions {
+        files,
         profiles: profiles.iter().map(|s| s.to_string()).collect(),
-        format,
         numerics: false,
         memory_cap: fa3conform::tensor::DEFAULT_MEMORY_CAP,
-    };
+    }
+}
+
+/// The status and the report in `format`, or the error.
+fn certify_text(text: &str, format: Format, profiles: &[&str]) -> Result<(Status, String), Error> {
+    let file = spec_file(text);
+    let report = certify(&options(vec![file.path().to_path_buf()], profiles))?;
     let mut out = Vec::new();
-    let status = run_certify(&args, &mut out);
-    (status, String::from_utf8(out).unwrap())
+    report::write(&report, format, &mut out).unwrap();
+    Ok((report.status(), String::from_utf8(out).unwrap()))
 }
 
 #[test]
 fn json_report_names_the_site_and_exit_status_is_1() {
-    let (status, out) = certify(VER_2, Format::Json, &["musa"]);
-    assert_eq!(status.unwrap(), 1);
+    let (status, out) = certify_text(VER_2, Format::Json, &["musa"]).unwrap();
+    assert_eq!(status, Status::Findings);
     let report: Value = serde_json::from_str(&out).unwrap();
-    let call = &report[0];
+    assert_eq!(report["schema_version"], 1);
+    let call = &report["calls"][0];
     assert_eq!(call["id"], "ported");
     let musa = &call["profiles"]["musa"];
     assert_eq!(musa["outcome"], "rejected");
@@ -55,38 +60,45 @@ fn json_report_names_the_site_and_exit_status_is_1() {
 #[test]
 fn accepted_calls_pass_unless_an_error_hazard_applies() {
     let fixed = VER_2.replace(", \"ver\": 2", "");
-    let (status, out) = certify(&fixed, Format::Human, &[]);
-    assert_eq!(status.unwrap(), 0);
+    let (status, out) = certify_text(&fixed, Format::Human, &[]).unwrap();
+    assert_eq!(status, Status::Success);
     assert!(out.contains("ported: accepted on musa"), "{out}");
     assert!(out.ends_with("1 of 1 calls certified for musa\n"));
     // score_mod is silently dropped: accepted, but an error-severity hazard fails certification.
     let dropped = VER_2.replace("\"ver\": 2", "\"score_mod\": {\"object\": \"callable\"}");
-    let (status, out) = certify(&dropped, Format::Junit, &[]);
-    assert_eq!(status.unwrap(), 1);
-    assert!(
-        out.contains("<testsuite name=\"certify\" tests=\"1\" failures=\"1\">"),
+    let (status, out) = certify_text(&dropped, Format::Junit, &[]).unwrap();
+    assert_eq!(status, Status::Findings);
+    let xml = roxmltree::Document::parse(&out).unwrap();
+    let suite = xml.root_element().first_element_child().unwrap();
+    assert_eq!(suite.attribute("name"), Some("certify"), "{out}");
+    assert_eq!(
+        (suite.attribute("tests"), suite.attribute("failures")),
+        (Some("1"), Some("1")),
         "{out}"
     );
-    assert!(out.contains("H-MUSA-SCORE-MOD-DROPPED"));
+    let failure = suite
+        .first_element_child()
+        .unwrap()
+        .first_element_child()
+        .unwrap();
+    assert_eq!(failure.tag_name().name(), "failure");
+    assert!(
+        failure
+            .text()
+            .unwrap()
+            .starts_with("H-MUSA-SCORE-MOD-DROPPED: "),
+        "{out}"
+    );
 }
 
 #[test]
 fn bad_input_is_an_error() {
-    let (status, _) = certify("{\"args\": 3}", Format::Human, &[]);
+    let status = certify_text("{\"args\": 3}", Format::Human, &[]);
     assert!(matches!(status, Err(Error::Spec { .. })));
-    let (status, _) = certify(VER_2, Format::Human, &["no-such-stack"]);
+    let status = certify_text(VER_2, Format::Human, &["no-such-stack"]);
     assert!(matches!(status, Err(Error::UnknownProfile { .. })));
-    let args = CertifyArgs {
-        files: vec![PathBuf::from("/nonexistent/specs.json")],
-        profiles: Vec::new(),
-        format: Format::Json,
-        numerics: false,
-        memory_cap: fa3conform::tensor::DEFAULT_MEMORY_CAP,
-    };
-    assert!(matches!(
-        run_certify(&args, &mut Vec::new()),
-        Err(Error::Read { .. })
-    ));
+    let missing = options(vec![PathBuf::from("/nonexistent/specs.json")], &[]);
+    assert!(matches!(certify(&missing), Err(Error::Read(_))));
 }
 
 #[test]
@@ -107,14 +119,9 @@ fn summary_groups_accepted_and_rejected_profiles() {
 
 #[test]
 fn explain_prints_the_fixes_for_the_ver_gate() {
-    let mut out = Vec::new();
-    let args = ExplainArgs {
-        message: Some("ValueError: Only ver=3 is supported for MUSA FA3.".into()),
-        list: false,
-        format: TextOrJson::Human,
-    };
-    assert_eq!(run_explain(&args, &mut out).unwrap(), 0);
-    let text = String::from_utf8(out).unwrap();
+    let found = explain("ValueError: Only ver=3 is supported for MUSA FA3.");
+    assert_eq!(found.status(), Status::Success);
+    let text = render(&found);
     assert!(text.starts_with("musa.W-1  [musa]\n"), "{text}");
     for needle in [
         "pass ver=3 or omit it",
@@ -124,25 +131,21 @@ fn explain_prints_the_fixes_for_the_ver_gate() {
     ] {
         assert!(text.contains(needle), "missing {needle}: {text}");
     }
-    let mut out = Vec::new();
-    let args = ExplainArgs {
-        message: Some("nothing like any message".into()),
-        list: false,
-        format: TextOrJson::Human,
-    };
-    assert_eq!(run_explain(&args, &mut out).unwrap(), 1);
+    assert_eq!(
+        explain("nothing like any message").status(),
+        Status::Findings
+    );
 }
 
 #[test]
 fn explain_lists_every_site_with_its_message_match() {
+    let listing = list();
+    assert_eq!(listing.status(), Status::Success);
     let mut out = Vec::new();
-    let args = ExplainArgs {
-        message: None,
-        list: true,
-        format: TextOrJson::Json,
-    };
-    assert_eq!(run_explain(&args, &mut out).unwrap(), 0);
-    let listed: Vec<Value> = serde_json::from_slice(&out).unwrap();
+    report::write(&listing, Format::Json, &mut out).unwrap();
+    let document: Value = serde_json::from_slice(&out).unwrap();
+    assert_eq!(document["schema_version"], 1);
+    let listed = document["sites"].as_array().unwrap();
     assert_eq!(
         listed.len(),
         fa3conform::validate::registry::sites().count()
@@ -155,33 +158,12 @@ fn explain_lists_every_site_with_its_message_match() {
     assert_eq!(ver["profiles"], serde_json::json!(["musa"]));
     // The build log after mate's "Ninja build failed." is the compiler's.
     assert_eq!(by_id("musa.J-1")["message_match"], "prefix");
-}
-
-#[test]
-fn command_line_arguments_parse_as_documented() {
-    use clap::Parser;
-    #[derive(clap::Parser)]
-    struct Cli {
-        #[command(flatten)]
-        certify: CertifyArgs,
-    }
-    let cli = Cli::try_parse_from([
-        "certify",
-        "--profile",
-        "musa,sgl-kernel",
-        "--profile",
-        "fa3",
-        "--format",
-        "junit",
-        "a.json",
-        "-",
-    ])
-    .unwrap();
-    assert_eq!(cli.certify.profiles, ["musa", "sgl-kernel", "fa3"]);
-    assert_eq!(cli.certify.format, Format::Junit);
-    assert_eq!(
-        cli.certify.files,
-        [PathBuf::from("a.json"), PathBuf::from("-")]
+    let mut text = Vec::new();
+    report::write(&listing, Format::Human, &mut text).unwrap();
+    let text = String::from_utf8(text).unwrap();
+    assert_eq!(text.lines().count(), listed.len());
+    assert!(
+        text.contains("musa.W-1  [musa]  ValueError: Only ver=3 is supported for MUSA FA3.\n"),
+        "{text}"
     );
-    assert!(Cli::try_parse_from(["certify"]).is_err());
 }

@@ -1,43 +1,84 @@
 //! `fa3conform export`: writes one case bundle per call, for the device runner.
 
-use super::bundle::{BundleError, CaseBundle, ExpectedNumbers, VerdictRecord, write_bundle};
+use super::bundle::{CaseBundle, ExpectedNumbers, VerdictRecord, write_bundle};
 use super::tensors::{StoredTensor, TensorFile};
 use crate::call::{Dtype, KvCacheCall, Param, PyValue, TensorValues};
-use crate::cli::ExitStatus;
-use crate::conform;
 use crate::reference::{self, Precision, Stack};
-use crate::spec::parse_specs;
-use crate::tensor::{DEFAULT_MEMORY_CAP, Tensors, materialise};
+use crate::report::documents::export as doc;
+use crate::report::{Format, Report, Status};
+use crate::tensor::{Tensors, materialise};
 use crate::validate::{Outcome, Profile, profiles};
-use std::io::Write;
+use std::io::{self, Write};
 use std::path::{Path, PathBuf};
 
-/// Campaign seed of suites when `--seed` is not given (the `conform` default).
-const DEFAULT_SUITE_SEED: u64 = 20261130;
-
-#[derive(Debug, clap::Args)]
-pub struct ExportArgs {
-    /// A registered suite whose cases are calls.
-    #[arg(long, required_unless_present = "spec", conflicts_with = "spec")]
-    pub suite: Option<String>,
-    /// A call-spec file (one object, an array, or JSON lines).
-    #[arg(long)]
-    pub spec: Option<PathBuf>,
-    /// Number of cases (suite: required; spec: the first N calls, all by default).
-    #[arg(long)]
-    pub cases: Option<usize>,
-    /// Suite: the campaign seed (default 20261130). Spec: replaces each call's data seed.
-    #[arg(long)]
-    pub seed: Option<u64>,
-    /// Folder the bundles are written to (one subfolder per case).
-    #[arg(long)]
+/// What `export` writes.
+#[derive(Clone, Debug, PartialEq)]
+pub struct ExportOptions {
+    /// The calls, one bundle each.
+    pub calls: Vec<KvCacheCall>,
+    /// The folder the bundles are written to (one subfolder per case).
     pub out: PathBuf,
     /// The profile whose conventions the expected numbers follow.
-    #[arg(long, default_value = "musa")]
     pub profile: String,
     /// Bytes one call's tensors may take once materialised.
-    #[arg(long, default_value_t = DEFAULT_MEMORY_CAP)]
     pub memory_cap: usize,
+}
+
+/// Why `export` stopped: bad input, or a bundle that could not be built or written.
+#[derive(Debug, thiserror::Error)]
+pub enum ExportError {
+    #[error("unknown profile `{name}` (known: {known})")]
+    UnknownProfile { name: String, known: String },
+    #[error("case {index} ({id}): {message}")]
+    Case {
+        index: usize,
+        id: String,
+        message: String,
+    },
+    #[error(transparent)]
+    Bundle(#[from] super::BundleError),
+}
+
+/// The bundles written.
+#[derive(Clone, Debug, PartialEq)]
+pub struct ExportReport {
+    pub out: PathBuf,
+    pub profile: &'static str,
+    pub bundles: usize,
+    /// How many of them the profile accepts (they carry expected numbers).
+    pub accepted: usize,
+}
+
+impl Report for ExportReport {
+    const FORMATS: &'static [Format] = &[Format::Human, Format::Json];
+    type Document = doc::Export;
+
+    /// Every bundle was written: a success.
+    fn status(&self) -> Status {
+        Status::Success
+    }
+
+    fn write_human(&self, out: &mut dyn Write) -> io::Result<()> {
+        writeln!(
+            out,
+            "exported {} bundles to {} ({} accepted by {}, {} rejected)",
+            self.bundles,
+            self.out.display(),
+            self.accepted,
+            self.profile,
+            self.bundles - self.accepted
+        )
+    }
+
+    fn document(&self) -> doc::Export {
+        doc::Export {
+            out: self.out.display().to_string(),
+            profile: self.profile.to_string(),
+            bundles: self.bundles,
+            accepted: self.accepted,
+            rejected: self.bundles - self.accepted,
+        }
+    }
 }
 
 /// The reference's conventions for a profile (`fa3-stable` differs from `fa3` only in messages).
@@ -154,75 +195,36 @@ fn case_dir(out: &Path, index: usize, id: &str) -> PathBuf {
     })
 }
 
-fn calls_of(args: &ExportArgs) -> Result<Vec<KvCacheCall>, String> {
-    if let Some(path) = &args.spec {
-        let text = std::fs::read_to_string(path).map_err(|e| format!("{}: {e}", path.display()))?;
-        let mut calls = parse_specs(&text).map_err(|e| format!("{}: {e}", path.display()))?;
-        calls.truncate(args.cases.unwrap_or(calls.len()));
-        if let Some(seed) = args.seed {
-            calls.iter_mut().for_each(|c| c.seed = seed);
-        }
-        return Ok(calls);
-    }
-    let name = args.suite.as_deref().unwrap_or_default();
-    let suite = conform::suites()
-        .into_iter()
-        .find(|s| s.name() == name)
-        .ok_or_else(|| format!("unknown suite `{name}`"))?;
-    let cases = args.cases.ok_or("--suite needs --cases N")?;
-    let seed = args.seed.unwrap_or(DEFAULT_SUITE_SEED);
-    (0..cases)
-        .map(|i| {
-            suite.call(seed, i).ok_or_else(|| {
-                format!(
-                    "suite `{name}` checks something other than single calls: nothing to export"
-                )
-            })
-        })
-        .collect()
-}
-
-/// The `export` command: exit 0 when every bundle was written, 2 on bad input.
-pub fn run_export(args: &ExportArgs, out: &mut dyn Write) -> ExitStatus {
-    match export(args, out) {
-        Ok(()) => ExitStatus::Success,
-        Err(e) => {
-            eprintln!("error: {e}");
-            ExitStatus::Error
-        }
-    }
-}
-
-fn export(args: &ExportArgs, out: &mut dyn Write) -> Result<(), String> {
-    let profile = profiles::by_name(&args.profile).ok_or_else(|| {
+/// Writes one bundle per call of `options`, with a progress bar on stderr.
+pub fn export(options: &ExportOptions) -> Result<ExportReport, ExportError> {
+    let profile = profiles::by_name(&options.profile).ok_or_else(|| {
         let known: Vec<&str> = profiles::all().iter().map(|p| p.name()).collect();
-        format!(
-            "unknown profile `{}` (known: {})",
-            args.profile,
-            known.join(", ")
-        )
+        ExportError::UnknownProfile {
+            name: options.profile.clone(),
+            known: known.join(", "),
+        }
     })?;
-    let calls = calls_of(args)?;
-    let progress = conform::progress_bar(calls.len() as u64);
+    let progress = crate::report::progress_bar(options.calls.len() as u64);
     let mut accepted = 0;
-    for (index, call) in calls.iter().enumerate() {
-        let dir = case_dir(&args.out, index, &call.id);
-        let bundle = bundle_for(call, profile, args.memory_cap)
-            .map_err(|e| format!("case {index} ({}): {e}", call.id))?;
+    for (index, call) in options.calls.iter().enumerate() {
+        let dir = case_dir(&options.out, index, &call.id);
+        let bundle =
+            bundle_for(call, profile, options.memory_cap).map_err(|message| ExportError::Case {
+                index,
+                id: call.id.clone(),
+                message,
+            })?;
         accepted += usize::from(bundle.expected.is_some());
-        write_bundle(&dir, &bundle).map_err(|e: BundleError| e.to_string())?;
+        write_bundle(&dir, &bundle)?;
         progress.inc(1);
     }
     progress.finish_and_clear();
-    writeln!(
-        out,
-        "exported {} bundles to {} ({accepted} accepted by {}, {} rejected)",
-        calls.len(),
-        args.out.display(),
-        profile.name(),
-        calls.len() - accepted
-    )
-    .map_err(|e| e.to_string())
+    Ok(ExportReport {
+        out: options.out.clone(),
+        profile: profile.name(),
+        bundles: options.calls.len(),
+        accepted,
+    })
 }
 
 #[cfg(test)]
@@ -269,27 +271,38 @@ mod tests {
     }
 
     #[test]
-    fn bad_sources_are_input_errors() {
-        let args = |suite: Option<&str>, spec: Option<&str>| ExportArgs {
-            suite: suite.map(str::to_string),
-            spec: spec.map(PathBuf::from),
-            cases: Some(1),
-            seed: None,
+    fn an_unknown_profile_is_an_input_error() {
+        let options = ExportOptions {
+            calls: Vec::new(),
             out: PathBuf::from("unused"),
-            profile: "musa".into(),
+            profile: "rocm".into(),
             memory_cap: 1 << 20,
         };
-        assert_eq!(
-            calls_of(&args(Some("nope"), None)).unwrap_err(),
-            "unknown suite `nope`"
-        );
+        let err = export(&options).unwrap_err();
         assert!(
-            calls_of(&args(None, Some("no/such/file.json")))
-                .unwrap_err()
-                .starts_with("no/such/file.json: ")
+            err.to_string()
+                .starts_with("unknown profile `rocm` (known: musa, "),
+            "{err}"
         );
-        let mut bad_profile = args(None, Some("no/such/file.json"));
-        bad_profile.profile = "rocm".into();
-        assert_eq!(run_export(&bad_profile, &mut Vec::new()), ExitStatus::Error);
+    }
+
+    #[test]
+    fn the_summary_counts_accepted_and_rejected_bundles() {
+        let report = ExportReport {
+            out: PathBuf::from("bundles"),
+            profile: "musa",
+            bundles: 3,
+            accepted: 2,
+        };
+        let written = crate::report::testing::written_in_every_format(&report);
+        assert_eq!(
+            written[0].1,
+            "exported 3 bundles to bundles (2 accepted by musa, 1 rejected)\n"
+        );
+        let json: serde_json::Value = serde_json::from_str(&written[1].1).unwrap();
+        assert_eq!(
+            (json["bundles"].as_u64(), json["rejected"].as_u64()),
+            (Some(3), Some(1))
+        );
     }
 }

@@ -27,6 +27,6 @@ pub use bundle::{
     BundleError, CaseBundle, ExpectedNumbers, HazardRecord, OutcomeKind, ToleranceParams,
     VerdictRecord, bundle_dirs, read_bundle, write_bundle,
 };
-pub use export::{ExportArgs, run_export};
+pub use export::{ExportError, ExportOptions, ExportReport, export};
 pub use tensors::{StoredTensor, TensorFile, TensorFileError, read_tensor_file, write_tensor_file};
-pub use verify::{VerifyArgs, run_verify};
+pub use verify::{VerifyOptions, VerifyReport, verify};

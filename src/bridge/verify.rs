@@ -10,30 +10,23 @@ use super::bundle::{
     VerdictRecord, bundle_dirs, names, read_bundle,
 };
 use super::tensors::{TensorFile, read_tensor_file};
-use crate::cli::ExitStatus;
-use crate::conform::Format;
 use crate::reference::{Precision, RefOutput};
-use crate::tensor::DEFAULT_MEMORY_CAP;
+use crate::report::documents::verify as doc;
+use crate::report::junit::{self, TestRun};
+use crate::report::{Format, Report, Status, human};
 use crate::tolerance;
-use serde_json::{Value, json};
-use std::fmt::Write as _;
-use std::io::Write;
+use serde_json::Value;
+use std::io::{self, Write};
 use std::path::{Path, PathBuf};
 
-#[derive(Debug, clap::Args)]
-pub struct VerifyArgs {
+/// What `verify` judges.
+#[derive(Clone, Debug, PartialEq)]
+pub struct VerifyOptions {
     /// A bundle folder, or a folder of bundle folders, after `drivers/fa3conform_run.py`.
     pub dir: PathBuf,
     /// The profile whose verdicts and numerics the results must match.
-    #[arg(long, default_value = "musa")]
     pub profile: String,
-    #[arg(long, value_enum, default_value_t = Format::Human)]
-    pub format: Format,
-    /// Write the report to this file instead of stdout.
-    #[arg(long, short)]
-    pub output: Option<PathBuf>,
     /// Bytes one tensor file may take once decoded.
-    #[arg(long, default_value_t = DEFAULT_MEMORY_CAP)]
     pub memory_cap: usize,
 }
 
@@ -253,9 +246,9 @@ fn compare_outputs(expected: &ExpectedNumbers, result: &TensorFile) -> CaseStatu
     }
 }
 
-/// Collects the cases under `dir` and judges each; `Err` for unreadable input.
-pub fn verify_dir(dir: &Path, profile: &str, cap: usize) -> Result<Vec<CaseReport>, BundleError> {
-    bundle_dirs(dir)?
+/// Judges every case under `options.dir`; an unreadable bundle is an error.
+pub fn verify(options: &VerifyOptions) -> Result<VerifyReport, BundleError> {
+    let cases = bundle_dirs(&options.dir)?
         .into_iter()
         .map(|case| {
             let name = case.file_name().map_or_else(
@@ -264,135 +257,125 @@ pub fn verify_dir(dir: &Path, profile: &str, cap: usize) -> Result<Vec<CaseRepor
             );
             Ok(CaseReport {
                 name,
-                status: judge(&case, profile, cap)?,
+                status: judge(&case, &options.profile, options.memory_cap)?,
             })
         })
-        .collect()
+        .collect::<Result<_, BundleError>>()?;
+    Ok(VerifyReport {
+        profile: options.profile.clone(),
+        cases,
+    })
 }
 
-/// The `verify` command: exit 0 when every case matches (skips allowed), 1 on any mismatch, 2 on
-/// bad input.
-pub fn run_verify(args: &VerifyArgs, out: &mut dyn Write) -> ExitStatus {
-    let reports = match verify_dir(&args.dir, &args.profile, args.memory_cap) {
-        Ok(reports) => reports,
-        Err(e) => {
-            eprintln!("error: {e}");
-            return ExitStatus::Error;
-        }
-    };
-    let rendered = render(&reports, &args.profile, args.format);
-    let written = match &args.output {
-        Some(path) => {
-            std::fs::write(path, rendered).map_err(|e| format!("{}: {e}", path.display()))
-        }
-        None => out
-            .write_all(rendered.as_bytes())
-            .map_err(|e| e.to_string()),
-    };
-    if let Err(e) = written {
-        eprintln!("error: writing the report: {e}");
-        return ExitStatus::Error;
+/// Every case's judgement against one profile.
+#[derive(Clone, Debug, PartialEq)]
+pub struct VerifyReport {
+    pub profile: String,
+    pub cases: Vec<CaseReport>,
+}
+
+impl VerifyReport {
+    fn count(&self, f: fn(&CaseStatus) -> bool) -> usize {
+        self.cases.iter().filter(|c| f(&c.status)).count()
     }
-    if reports
-        .iter()
-        .any(|r| matches!(r.status, CaseStatus::Mismatch(_)))
-    {
-        ExitStatus::Failure
-    } else {
-        ExitStatus::Success
+
+    /// (matched, mismatched, skipped)
+    fn counts(&self) -> (usize, usize, usize) {
+        (
+            self.count(|s| matches!(s, CaseStatus::Matched(_))),
+            self.count(|s| matches!(s, CaseStatus::Mismatch(_))),
+            self.count(|s| matches!(s, CaseStatus::Skipped(_))),
+        )
     }
 }
 
-fn counts(reports: &[CaseReport]) -> (usize, usize, usize) {
-    let count = |f: fn(&CaseStatus) -> bool| reports.iter().filter(|r| f(&r.status)).count();
-    (
-        count(|s| matches!(s, CaseStatus::Matched(_))),
-        count(|s| matches!(s, CaseStatus::Mismatch(_))),
-        count(|s| matches!(s, CaseStatus::Skipped(_))),
-    )
-}
+impl Report for VerifyReport {
+    const FORMATS: &'static [Format] = &[Format::Human, Format::Json, Format::Junit];
+    type Document = doc::Verification;
 
-/// Renders the reports as a human summary, JSON or JUnit XML.
-pub fn render(reports: &[CaseReport], profile: &str, format: Format) -> String {
-    let (matched, mismatched, skipped) = counts(reports);
-    match format {
-        Format::Human => {
-            let mut out = String::new();
-            for r in reports {
-                match &r.status {
-                    CaseStatus::Matched(_) => {}
-                    CaseStatus::Mismatch(m) => {
-                        writeln!(out, "MISMATCH {}\n  {}\n", r.name, m.replace('\n', "\n  "))
-                            .unwrap()
-                    }
-                    CaseStatus::Skipped(m) => writeln!(out, "SKIPPED {}: {m}", r.name).unwrap(),
-                }
+    /// Findings when any case mismatches; skipped cases do not count.
+    fn status(&self) -> Status {
+        Status::findings_if(self.counts().1 > 0)
+    }
+
+    fn write_human(&self, out: &mut dyn Write) -> io::Result<()> {
+        for case in &self.cases {
+            match &case.status {
+                CaseStatus::Matched(_) => {}
+                CaseStatus::Mismatch(m) => human::failure_block(out, "MISMATCH", &case.name, m)?,
+                CaseStatus::Skipped(m) => writeln!(out, "SKIPPED {}: {m}", case.name)?,
             }
-            writeln!(
-                out,
-                "verify --profile {profile}: {} cases, {matched} matched, {mismatched} mismatched, {skipped} skipped",
-                reports.len()
-            )
-            .unwrap();
-            out
         }
-        Format::Json => {
-            let cases: Vec<Value> = reports
-                .iter()
-                .map(|r| {
-                    let (outcome, message) = match &r.status {
-                        CaseStatus::Matched(m) => ("matched", m),
-                        CaseStatus::Mismatch(m) => ("mismatch", m),
-                        CaseStatus::Skipped(m) => ("skipped", m),
-                    };
-                    json!({"name": r.name, "outcome": outcome, "message": message})
-                })
-                .collect();
-            let doc = json!({"schema_version": 1, "profile": profile, "matched": matched,
-                             "mismatched": mismatched, "skipped": skipped, "cases": cases});
-            serde_json::to_string_pretty(&doc).expect("JSON values serialise")
-        }
-        Format::Junit => {
-            let esc = crate::conform::xml_escape;
-            let mut out = format!(
-                "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n<testsuites name=\"fa3conform verify\">\n  \
-                 <testsuite name=\"verify {}\" tests=\"{}\" failures=\"{mismatched}\" skipped=\"{skipped}\">\n",
-                esc(profile),
-                reports.len()
-            );
-            for r in reports {
-                let open = format!(
-                    "    <testcase classname=\"verify.{}\" name=\"{}\"",
-                    esc(profile),
-                    esc(&r.name)
-                );
-                match &r.status {
-                    CaseStatus::Matched(_) => writeln!(out, "{open}/>").unwrap(),
-                    CaseStatus::Mismatch(m) => writeln!(
-                        out,
-                        "{open}>\n      <failure message=\"{}\"/>\n    </testcase>",
-                        esc(m)
-                    )
-                    .unwrap(),
-                    CaseStatus::Skipped(m) => writeln!(
-                        out,
-                        "{open}>\n      <skipped message=\"{}\"/>\n    </testcase>",
-                        esc(m)
-                    )
-                    .unwrap(),
+        let (matched, mismatched, skipped) = self.counts();
+        writeln!(
+            out,
+            "verify --profile {}: {} cases, {matched} matched, {mismatched} mismatched, {skipped} skipped",
+            self.profile,
+            self.cases.len()
+        )
+    }
+
+    fn document(&self) -> doc::Verification {
+        let (matched, mismatched, skipped) = self.counts();
+        let cases = self
+            .cases
+            .iter()
+            .map(|c| {
+                let (outcome, message) = match &c.status {
+                    CaseStatus::Matched(m) => (doc::CaseOutcome::Matched, m),
+                    CaseStatus::Mismatch(m) => (doc::CaseOutcome::Mismatch, m),
+                    CaseStatus::Skipped(m) => (doc::CaseOutcome::Skipped, m),
+                };
+                doc::Case {
+                    name: c.name.clone(),
+                    outcome,
+                    message: message.clone(),
                 }
-            }
-            out.push_str("  </testsuite>\n</testsuites>\n");
-            out
+            })
+            .collect();
+        doc::Verification {
+            profile: self.profile.clone(),
+            matched,
+            mismatched,
+            skipped,
+            cases,
         }
+    }
+
+    fn test_run(&self) -> Option<TestRun> {
+        let cases = self
+            .cases
+            .iter()
+            .map(|c| junit::TestCase {
+                classname: format!("verify.{}", self.profile),
+                name: c.name.clone(),
+                outcome: match &c.status {
+                    CaseStatus::Matched(_) => junit::Outcome::Passed,
+                    CaseStatus::Mismatch(m) => junit::Outcome::Failed {
+                        message: m.clone(),
+                        detail: None,
+                    },
+                    CaseStatus::Skipped(m) => junit::Outcome::Skipped { message: m.clone() },
+                },
+            })
+            .collect();
+        Some(TestRun {
+            name: "fa3conform verify".into(),
+            suites: vec![junit::TestSuite {
+                name: format!("verify {}", self.profile),
+                time: None,
+                cases,
+            }],
+        })
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::report::testing::written_in_every_format;
 
-    fn reports() -> Vec<CaseReport> {
+    fn cases() -> Vec<CaseReport> {
         vec![
             CaseReport {
                 name: "a".into(),
@@ -411,34 +394,44 @@ mod tests {
 
     #[test]
     fn reports_in_every_format() {
-        assert_eq!(
-            render(&reports(), "musa", Format::Human),
-            "MISMATCH b<1>\n  expected \"x\" & y\n\nSKIPPED c: no state\n\
-             verify --profile musa: 3 cases, 1 matched, 1 mismatched, 1 skipped\n"
-        );
-        let xml = render(&reports(), "musa", Format::Junit);
-        assert!(
-            xml.contains("tests=\"3\" failures=\"1\" skipped=\"1\""),
-            "{xml}"
-        );
-        assert!(xml.contains(
-            "name=\"b&lt;1&gt;\">\n      <failure message=\"expected &quot;x&quot; &amp; y\"/>"
-        ));
-        assert!(xml.contains("<skipped message=\"no state\"/>"));
-        let json: Value = serde_json::from_str(&render(&reports(), "musa", Format::Json)).unwrap();
-        assert_eq!(json["cases"][2]["outcome"], "skipped");
+        let report = VerifyReport {
+            profile: "musa".into(),
+            cases: cases(),
+        };
+        assert_eq!(report.status(), Status::Findings);
+        for (format, text) in written_in_every_format(&report) {
+            match format {
+                Format::Human => assert_eq!(
+                    text,
+                    "MISMATCH b<1>\n  expected \"x\" & y\n\nSKIPPED c: no state\n\
+                     verify --profile musa: 3 cases, 1 matched, 1 mismatched, 1 skipped\n"
+                ),
+                Format::Json => {
+                    let json: Value = serde_json::from_str(&text).unwrap();
+                    assert_eq!(json["cases"][2]["outcome"], "skipped");
+                    assert_eq!(json["mismatched"], 1);
+                }
+                Format::Junit => {
+                    assert!(text.contains("classname=\"verify.musa\""), "{text}");
+                    assert!(
+                        text.contains("<failure message=\"expected &quot;x&quot; &amp; y\"/>"),
+                        "{text}"
+                    );
+                    assert!(text.contains("<skipped message=\"no state\"/>"), "{text}");
+                }
+                Format::Sarif => unreachable!("not offered"),
+            }
+        }
     }
 
     #[test]
-    fn bad_input_exits_with_2() {
+    fn a_folder_without_bundles_is_an_input_error() {
         let dir = tempfile::tempdir().unwrap();
-        let args = VerifyArgs {
+        let options = VerifyOptions {
             dir: dir.path().to_path_buf(),
             profile: "musa".into(),
-            format: Format::Human,
-            output: None,
             memory_cap: 1 << 20,
         };
-        assert_eq!(run_verify(&args, &mut Vec::new()), ExitStatus::Error);
+        assert!(verify(&options).is_err());
     }
 }

@@ -2,66 +2,50 @@
 //! and a one-line compatibility summary, as human text, JSON or JUnit XML; with `--numerics`, the
 //! numbers of each accepted call on the modelled MUSA stack against the reference ([`numerics`]).
 //!
-//! The exit status is 0 when every call is accepted by `musa` with no error-severity hazard (and,
-//! with `--numerics`, no numeric difference), 1 otherwise; unreadable input is an [`Error`] (the
-//! command maps it to exit status 2).
+//! The report's status is a success when every call is accepted by `musa` with no error-severity
+//! hazard (and, with `--numerics`, no numeric difference), findings otherwise; unreadable input is
+//! an [`Error`].
 
 pub mod numerics;
 
 use crate::call::{KvCacheCall, PyValue, TensorArg, TensorValues, python_float_repr};
-use crate::conform::xml_escape;
 use crate::musa::InjectionCache;
+use crate::report::documents::certify as doc;
+use crate::report::junit::{self, TestRun};
+use crate::report::{Format, Report, Status};
 use crate::scheduler::stale_metadata_findings;
-use crate::spec::{SpecError, parse_specs};
+use crate::spec::{ReadError, SpecError, parse_specs, read_input};
 use crate::validate::{Outcome, Profile, Severity, Verdict, profiles};
 use numerics::Numerics;
-use serde_json::{Map, Value, json};
-use std::io::{self, Read, Write};
+use std::io::{self, Write};
 use std::path::PathBuf;
 
-/// The profile whose verdict decides the exit status.
+/// The profile whose verdict decides the status.
 pub const GATE_PROFILE: &str = "musa";
 
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, clap::ValueEnum)]
-pub enum Format {
-    #[default]
-    Human,
-    Json,
-    Junit,
-}
-
-/// Arguments of `fa3conform certify`.
-#[derive(Clone, Debug, clap::Args)]
-pub struct CertifyArgs {
-    /// Call spec files (JSON object, array or JSON lines); `-` reads standard input.
-    #[arg(required = true, value_name = "FILE")]
+/// What `certify` checks.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct CertifyOptions {
+    /// Call spec files (JSON object, array or JSON lines); `-` is standard input.
     pub files: Vec<PathBuf>,
-    /// Profiles to show (repeatable or comma-separated); default: all.
-    #[arg(long = "profile", value_delimiter = ',')]
+    /// Profiles to show; empty for all.
     pub profiles: Vec<String>,
-    #[arg(long, value_enum, default_value_t = Format::Human)]
-    pub format: Format,
-    /// Also run each call the `musa` profile accepts on the modelled MUSA stack (the kernel path,
-    /// with the metadata it would get) and compare it with the f64 reference under the tolerance
-    /// rule; a difference fails certification.
-    #[arg(long)]
+    /// Also run each call the gate profile accepts on the modelled MUSA stack and compare it with
+    /// the f64 reference ([`numerics`]).
     pub numerics: bool,
-    /// With `--numerics`: refuse calls whose tensors would take more bytes than this.
-    #[arg(long, default_value_t = crate::tensor::DEFAULT_MEMORY_CAP)]
+    /// With `numerics`: bytes one call's tensors may take once materialised.
     pub memory_cap: usize,
 }
 
 /// Bad input: an unreadable file, an invalid spec, an unknown profile.
 #[derive(Debug, thiserror::Error)]
 pub enum Error {
-    #[error("{path}: {source}")]
-    Read { path: String, source: io::Error },
+    #[error(transparent)]
+    Read(#[from] ReadError),
     #[error("{path}: {source}")]
     Spec { path: String, source: SpecError },
     #[error("unknown profile `{name}` (known: {known})")]
     UnknownProfile { name: String, known: String },
-    #[error("writing the report: {0}")]
-    Write(#[from] io::Error),
 }
 
 /// One call's verdicts, in the order of the selected profiles.
@@ -173,56 +157,118 @@ pub fn select_profiles(names: &[String]) -> Result<Vec<&'static dyn Profile>, Er
 fn read_calls(files: &[PathBuf]) -> Result<Vec<KvCacheCall>, Error> {
     let mut calls = Vec::new();
     for file in files {
-        let path = file.display().to_string();
-        let text = if path == "-" {
-            let mut text = String::new();
-            io::stdin()
-                .read_to_string(&mut text)
-                .map_err(|source| Error::Read {
-                    path: "<stdin>".into(),
-                    source,
-                })?;
-            text
-        } else {
-            std::fs::read_to_string(file).map_err(|source| Error::Read {
-                path: path.clone(),
-                source,
-            })?
-        };
-        calls.extend(parse_specs(&text).map_err(|source| Error::Spec { path, source })?);
+        let text = read_input(file)?;
+        calls.extend(parse_specs(&text).map_err(|source| Error::Spec {
+            path: file.display().to_string(),
+            source,
+        })?);
     }
     Ok(calls)
 }
 
-/// Runs `certify`: writes the report to `out` and returns the exit status (0 or 1).
-pub fn run_certify(args: &CertifyArgs, out: &mut dyn Write) -> Result<u8, Error> {
-    let selected = select_profiles(&args.profiles)?;
-    let calls = read_calls(&args.files)?;
+/// Certifies every call of `options.files`.
+pub fn certify(options: &CertifyOptions) -> Result<CertifyReport, Error> {
+    let selected = select_profiles(&options.profiles)?;
+    let calls = read_calls(&options.files)?;
     let mut reports: Vec<CallReport> = calls.iter().map(|c| certify_call(c, &selected)).collect();
-    if args.numerics {
+    if options.numerics {
         // In file order, one injection cache: the calls are one process's, as a recording is.
-        let progress = crate::conform::progress_bar(calls.len() as u64);
+        let progress = crate::report::progress_bar(calls.len() as u64);
         progress.set_message("numerics");
         let mut cache = InjectionCache::default();
         for (call, report) in calls.iter().zip(&mut reports) {
             if report.gate.resolved().is_some() {
-                report.numerics = Some(numerics::check(call, &mut cache, args.memory_cap));
+                report.numerics = Some(numerics::check(call, &mut cache, options.memory_cap));
             }
             progress.inc(1);
         }
         progress.finish_and_clear();
     }
-    let text = match args.format {
-        Format::Human => render_human(&calls, &reports),
-        Format::Json => render_json(&reports),
-        Format::Junit => render_junit(&reports),
-    };
-    out.write_all(text.as_bytes())?;
-    Ok(if reports.iter().all(CallReport::passes) {
-        0
-    } else {
-        1
-    })
+    Ok(CertifyReport { calls, reports })
+}
+
+/// The calls certified and what was found for each.
+#[derive(Debug)]
+pub struct CertifyReport {
+    pub calls: Vec<KvCacheCall>,
+    /// One per call, in order.
+    pub reports: Vec<CallReport>,
+}
+
+impl Report for CertifyReport {
+    const FORMATS: &'static [Format] = &[Format::Human, Format::Json, Format::Junit];
+    type Document = doc::Certification;
+
+    /// Findings when any call is not certified for the gate profile.
+    fn status(&self) -> Status {
+        Status::findings_if(!self.reports.iter().all(CallReport::passes))
+    }
+
+    /// Per call the summary, each profile's outcome and the hazards.
+    fn write_human(&self, out: &mut dyn Write) -> io::Result<()> {
+        for (call, report) in self.calls.iter().zip(&self.reports) {
+            out.write_all(render_human_call(call, report).as_bytes())?;
+        }
+        let passed = self.reports.iter().filter(|r| r.passes()).count();
+        writeln!(
+            out,
+            "{passed} of {} calls certified for {GATE_PROFILE}",
+            self.reports.len()
+        )
+    }
+
+    fn document(&self) -> doc::Certification {
+        doc::Certification {
+            calls: self.reports.iter().map(call_document).collect(),
+        }
+    }
+
+    /// One test case per call; a call not certified for the gate profile is a failure whose
+    /// message is the summary and whose text lists the error hazards and numeric differences.
+    fn test_run(&self) -> Option<TestRun> {
+        let cases = self
+            .reports
+            .iter()
+            .map(|r| junit::TestCase {
+                classname: "certify".into(),
+                name: r.id.clone(),
+                outcome: if r.passes() {
+                    junit::Outcome::Passed
+                } else {
+                    let detail = failure_detail(r);
+                    junit::Outcome::Failed {
+                        message: r.summary(),
+                        detail: (!detail.is_empty()).then_some(detail),
+                    }
+                },
+            })
+            .collect();
+        Some(TestRun {
+            name: "fa3conform certify".into(),
+            suites: vec![junit::TestSuite {
+                name: "certify".into(),
+                time: None,
+                cases,
+            }],
+        })
+    }
+}
+
+/// The gate profile's error hazards and a numeric difference, one per line (empty for a call
+/// that fails by being rejected).
+fn failure_detail(report: &CallReport) -> String {
+    let hazards = report
+        .gate
+        .hazards
+        .iter()
+        .filter(|h| h.severity == Severity::Error)
+        .map(|h| format!("{}: {}", h.code, h.message));
+    let numerics = report
+        .numerics
+        .iter()
+        .filter(|n| n.fails())
+        .map(|n| format!("numerics: {}", n.describe()));
+    hazards.chain(numerics).collect::<Vec<_>>().join("\n")
 }
 
 /// A call on one line: keyword arguments as `name=value`, tensors as `dtype[shape]` with their
@@ -323,20 +369,6 @@ pub fn describe_outcome(verdict: &Verdict) -> String {
     }
 }
 
-/// Human report: per call the summary, each profile's outcome and the hazards.
-pub fn render_human(calls: &[KvCacheCall], reports: &[CallReport]) -> String {
-    let mut out = String::new();
-    for (call, report) in calls.iter().zip(reports) {
-        out.push_str(&render_human_call(call, report));
-    }
-    let passed = reports.iter().filter(|r| r.passes()).count();
-    out.push_str(&format!(
-        "{passed} of {} calls certified for {GATE_PROFILE}\n",
-        reports.len()
-    ));
-    out
-}
-
 /// One call's block of the human report (also the body of the catalogue snapshots).
 pub fn render_human_call(call: &KvCacheCall, report: &CallReport) -> String {
     let mut out = format!("{}: {}\n", report.id, report.summary());
@@ -380,89 +412,49 @@ pub fn render_human_call(call: &KvCacheCall, report: &CallReport) -> String {
     out
 }
 
-/// JSON report: one object per call, `{id, profiles: {name: {outcome, exception, message, site}},
-/// hazards: [{profile, code, severity, message}], numerics: null | {status, detail}, summary,
-/// certified}`.
-pub fn render_json(reports: &[CallReport]) -> String {
-    let calls: Vec<Value> = reports.iter().map(report_json).collect();
-    let mut text = serde_json::to_string_pretty(&Value::Array(calls)).expect("JSON serialises");
-    text.push('\n');
-    text
-}
-
-fn report_json(report: &CallReport) -> Value {
-    let mut profiles = Map::new();
-    for v in &report.verdicts {
-        let entry = match &v.outcome {
-            Outcome::Accepted(_) => {
-                json!({"outcome": "accepted", "exception": null, "message": null, "site": null})
-            }
-            Outcome::Rejected(r) => json!({
-                "outcome": "rejected",
-                "exception": r.exception.name(),
-                "message": r.message,
-                "site": r.site,
-            }),
-        };
-        profiles.insert(v.profile.to_string(), entry);
-    }
-    let hazards: Vec<Value> = report
+fn call_document(report: &CallReport) -> doc::Call {
+    let profiles = report
+        .verdicts
+        .iter()
+        .map(|v| {
+            let verdict = match &v.outcome {
+                Outcome::Accepted(_) => doc::Verdict {
+                    outcome: doc::Outcome::Accepted,
+                    exception: None,
+                    message: None,
+                    site: None,
+                },
+                Outcome::Rejected(r) => doc::Verdict {
+                    outcome: doc::Outcome::Rejected,
+                    exception: Some(r.exception.name().to_string()),
+                    message: Some(r.message.clone()),
+                    site: Some(r.site.to_string()),
+                },
+            };
+            (v.profile.to_string(), verdict)
+        })
+        .collect();
+    let hazards = report
         .verdicts
         .iter()
         .flat_map(|v| {
-            v.hazards.iter().map(move |h| {
-                json!({"profile": v.profile, "code": h.code, "severity": h.severity.name(), "message": h.message})
+            v.hazards.iter().map(move |h| doc::Hazard {
+                profile: v.profile.to_string(),
+                code: h.code.to_string(),
+                severity: h.severity.name().to_string(),
+                message: h.message.clone(),
             })
         })
         .collect();
-    let numerics = report
-        .numerics
-        .as_ref()
-        .map(|n| json!({"status": n.status(), "detail": n.describe()}));
-    json!({
-        "id": report.id,
-        "profiles": profiles,
-        "hazards": hazards,
-        "numerics": numerics,
-        "summary": report.summary(),
-        "certified": report.passes(),
-    })
-}
-
-/// JUnit XML: one test case per call; a call not certified for `musa` is a failure.
-pub fn render_junit(reports: &[CallReport]) -> String {
-    let failures = reports.iter().filter(|r| !r.passes()).count();
-    let mut out = format!(
-        "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n<testsuite name=\"certify\" tests=\"{}\" failures=\"{failures}\">\n",
-        reports.len()
-    );
-    for r in reports {
-        let name = xml_escape(&r.id);
-        if r.passes() {
-            out.push_str(&format!(
-                "  <testcase classname=\"certify\" name=\"{name}\"/>\n"
-            ));
-        } else {
-            let errors: Vec<String> = r
-                .gate
-                .hazards
-                .iter()
-                .filter(|h| h.severity == Severity::Error)
-                .map(|h| format!("{}: {}", h.code, h.message))
-                .chain(
-                    r.numerics
-                        .iter()
-                        .filter(|n| n.fails())
-                        .map(|n| format!("numerics: {}", n.describe())),
-                )
-                .collect();
-            out.push_str(&format!(
-                "  <testcase classname=\"certify\" name=\"{name}\">\n    <failure message=\"{}\">{}</failure>\n  </testcase>\n",
-                xml_escape(&r.summary()),
-                xml_escape(&errors.join("\n"))
-            ));
-        }
+    doc::Call {
+        id: report.id.clone(),
+        profiles,
+        hazards,
+        numerics: report.numerics.as_ref().map(|n| doc::Numerics {
+            status: n.status().to_string(),
+            detail: n.describe(),
+        }),
+        summary: report.summary(),
+        certified: report.passes(),
     }
-    out.push_str("</testsuite>\n");
-    out
 }

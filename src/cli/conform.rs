@@ -1,15 +1,47 @@
 //! `fa3conform conform`: run the registered suites.
 
-use super::ExitStatus;
-use super::args::ConformArgs;
-use crate::conform::{self, Suite};
-use anyhow::{Context, bail};
+use super::{Outcome, emit};
+use crate::conform::{self, CampaignReport, ConformOptions};
+use crate::report::{Format, Report, Status};
+use clap::Args;
 use std::io::Write;
+use std::path::PathBuf;
 
-pub fn run(args: &ConformArgs, out: &mut dyn Write) -> anyhow::Result<ExitStatus> {
-    let registered = conform::suites();
+#[derive(Debug, Args)]
+pub struct ConformArgs {
+    /// Suites to run (repeatable or comma-separated); all registered suites by default.
+    #[arg(long = "suite", value_delimiter = ',')]
+    pub suites: Vec<String>,
+    /// Campaign seed: the same seed replays the same cases.
+    #[arg(long, default_value_t = conform::DEFAULT_SEED)]
+    pub seed: u64,
+    /// Cases per suite (default: each suite's own, sized so the campaign takes about a minute).
+    #[arg(long)]
+    pub cases: Option<usize>,
+    #[arg(long, value_parser = super::args::format_parser(CampaignReport::FORMATS),
+          default_value = CampaignReport::FORMATS[0].name())]
+    pub format: Format,
+    /// Write the report to this file instead of stdout.
+    #[arg(long, short)]
+    pub output: Option<PathBuf>,
+    /// List the registered suites and exit.
+    #[arg(long)]
+    pub list: bool,
+}
+
+impl ConformArgs {
+    fn options(&self) -> ConformOptions {
+        ConformOptions {
+            suites: self.suites.clone(),
+            seed: self.seed,
+            cases: self.cases,
+        }
+    }
+}
+
+pub fn run(args: &ConformArgs, out: &mut dyn Write) -> Outcome {
     if args.list {
-        for suite in &registered {
+        for suite in conform::suites() {
             writeln!(
                 out,
                 "{:<12} {} (default {} cases)",
@@ -18,44 +50,8 @@ pub fn run(args: &ConformArgs, out: &mut dyn Write) -> anyhow::Result<ExitStatus
                 suite.default_cases()
             )?;
         }
-        return Ok(ExitStatus::Success);
+        return Ok(Status::Success);
     }
-    let selected: Vec<&'static dyn Suite> = if args.suites.is_empty() {
-        registered
-    } else {
-        let mut selected = Vec::new();
-        for name in &args.suites {
-            match registered.iter().find(|s| s.name() == name) {
-                Some(suite) => selected.push(*suite),
-                None => {
-                    let known: Vec<&str> = registered.iter().map(|s| s.name()).collect();
-                    bail!("unknown suite `{name}` (registered: {})", known.join(", "));
-                }
-            }
-        }
-        selected
-    };
-    let plan: Vec<(&'static dyn Suite, usize)> = selected
-        .iter()
-        .map(|s| (*s, args.cases.unwrap_or_else(|| s.default_cases())))
-        .collect();
-    let progress = conform::progress_bar(plan.iter().map(|(_, n)| *n as u64).sum());
-    let reports: Vec<_> = plan
-        .iter()
-        .map(|(suite, n)| conform::run_suite(*suite, args.seed, *n, &progress))
-        .collect();
-    progress.finish_and_clear();
-    let rendered = conform::render(&reports, args.seed, args.format);
-    match &args.output {
-        Some(path) => {
-            std::fs::write(path, rendered).with_context(|| format!("writing {}", path.display()))?
-        }
-        None => out.write_all(rendered.as_bytes())?,
-    }
-    let failed = reports.iter().any(|r| r.failures().next().is_some());
-    Ok(if failed {
-        ExitStatus::Failure
-    } else {
-        ExitStatus::Success
-    })
+    let report = conform::run(&args.options())?;
+    emit(&report, args.format, args.output.as_deref(), out)
 }

@@ -1,6 +1,6 @@
 //! Exit codes. Codes are added, never reused or renumbered: scripts depend on them.
 
-use std::process::ExitCode;
+use crate::report::Status;
 
 /// Help text listing the exit codes (shown by `--help`).
 pub const EXIT_CODES_HELP: &str = "Exit codes:
@@ -9,28 +9,31 @@ pub const EXIT_CODES_HELP: &str = "Exit codes:
   2  usage or input error: bad arguments, unreadable or malformed input
   3  internal error: a bug in fa3conform";
 
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum ExitStatus {
-    Success = 0,
-    Failure = 1,
-    Error = 2,
-    Internal = 3,
-}
-
-impl ExitStatus {
-    /// The status a library entry point reported as a raw code (0–3).
-    pub fn from_code(code: u8) -> ExitStatus {
-        match code {
-            0 => ExitStatus::Success,
-            1 => ExitStatus::Failure,
-            2 => ExitStatus::Error,
-            _ => ExitStatus::Internal,
-        }
+/// The exit code of a run that ended with `status` (for `std::process::ExitCode::from`).
+pub fn exit_code(status: Status) -> u8 {
+    match status {
+        Status::Success => 0,
+        Status::Findings => 1,
+        Status::InputError => 2,
+        Status::Internal => 3,
     }
 }
 
-impl From<ExitStatus> for ExitCode {
-    fn from(status: ExitStatus) -> ExitCode {
-        ExitCode::from(status as u8)
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn codes_rise_with_precedence_and_match_the_help() {
+        let statuses = [
+            Status::Success,
+            Status::Findings,
+            Status::InputError,
+            Status::Internal,
+        ];
+        for (code, status) in statuses.into_iter().enumerate() {
+            assert_eq!(usize::from(exit_code(status)), code);
+            assert!(EXIT_CODES_HELP.contains(&format!("\n  {code}  ")));
+        }
     }
 }

@@ -1,50 +1,62 @@
-//! The `fa3conform` command line: argument definitions, exit codes, one file per command.
+//! The `fa3conform` command line: the flags of every command (one file each), their mapping to
+//! the commands' own options, the format choice and the exit codes. Commands know nothing of it:
+//! each takes its options and hands back a report ([`crate::report::Report`]).
 
-pub mod args;
+mod args;
+mod certify;
 mod conform;
-pub mod exit;
+mod exit;
+mod explain;
+mod export;
+mod forward;
 mod run;
+mod scan;
+mod verify;
 
 pub use args::{Cli, Command};
-pub use exit::ExitStatus;
+pub use exit::exit_code;
 
+use crate::report::{self, Format, Report, Status};
+use anyhow::Context;
 use std::io::Write;
+use std::path::Path;
+
+/// How a command ended: a status, or an error that makes its input unusable.
+type Outcome = anyhow::Result<Status>;
 
 /// Runs a parsed command line, writing results to `out` and diagnostics to stderr.
-pub fn run(cli: Cli, out: &mut dyn Write) -> ExitStatus {
-    let result = match cli.command {
+pub fn run(cli: Cli, out: &mut dyn Write) -> Status {
+    let outcome = match cli.command {
         Command::Conform(args) => conform::run(&args, out),
         Command::Run(args) => run::run(&args, out),
-        Command::Scan(args) => crate::scan::cli::run_scan(&args, out)
-            .map(|exit| match exit {
-                crate::scan::cli::ScanExit::Clean => ExitStatus::Success,
-                crate::scan::cli::ScanExit::Findings => ExitStatus::Failure,
-            })
-            .map_err(anyhow::Error::from),
-        Command::Certify(args) => crate::certify::run_certify(&args, out)
-            .map(ExitStatus::from_code)
-            .map_err(anyhow::Error::from),
-        Command::Explain(args) => crate::explain::run_explain(&args, out)
-            .map(ExitStatus::from_code)
-            .map_err(anyhow::Error::from),
-        Command::Forward(args) => Ok(crate::scheduler::forward::run_forward(&args, out)),
-        Command::Export(args) => Ok(crate::bridge::export::run_export(&args, out)),
-        Command::Verify(args) => Ok(crate::bridge::verify::run_verify(&args, out)),
+        Command::Certify(args) => certify::run(&args, out),
+        Command::Explain(args) => explain::run(&args, out),
+        Command::Scan(args) => scan::run(&args, out),
+        Command::Forward(args) => forward::run(&args, out),
+        Command::Export(args) => export::run(&args, out),
+        Command::Verify(args) => verify::run(&args, out),
     };
-    result.unwrap_or_else(|e| {
+    outcome.unwrap_or_else(|e| {
         eprintln!("error: {e:#}");
-        ExitStatus::Error
+        Status::InputError
     })
 }
 
-/// Reads a file, or stdin for `-`.
-fn read_input(path: &std::path::Path) -> anyhow::Result<String> {
-    use anyhow::Context;
-    if path.as_os_str() == "-" {
-        let mut text = String::new();
-        std::io::Read::read_to_string(&mut std::io::stdin(), &mut text).context("reading stdin")?;
-        Ok(text)
-    } else {
-        std::fs::read_to_string(path).with_context(|| format!("reading {}", path.display()))
+/// Writes `report` in `format` to the file `output`, or to `out`; the run ends with the
+/// report's status.
+fn emit<R: Report>(
+    report: &R,
+    format: Format,
+    output: Option<&Path>,
+    out: &mut dyn Write,
+) -> Outcome {
+    match output {
+        Some(path) => {
+            let mut text = Vec::new();
+            report::write(report, format, &mut text)?;
+            std::fs::write(path, text).with_context(|| format!("writing {}", path.display()))?
+        }
+        None => report::write(report, format, out).context("writing the report")?,
     }
+    Ok(report.status())
 }

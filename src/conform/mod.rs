@@ -10,11 +10,14 @@ mod reference_suite;
 mod report;
 mod validation_suite;
 
-pub use report::{Format, render, xml_escape};
+pub use report::CampaignReport;
 
-use indicatif::{ProgressBar, ProgressStyle};
+use indicatif::ProgressBar;
 use rayon::prelude::*;
 use std::time::{Duration, Instant};
+
+/// The default campaign's seed (`conform` and `export --suite` without `--seed`).
+pub const DEFAULT_SEED: u64 = 20261130;
 
 /// What one case found.
 #[derive(Clone, Debug, PartialEq)]
@@ -90,13 +93,65 @@ pub fn run_suite(
     }
 }
 
-/// A progress bar on stderr, hidden when stderr is not a terminal.
-pub fn progress_bar(total: u64) -> ProgressBar {
-    let bar = ProgressBar::new(total);
-    bar.set_style(
-        ProgressStyle::with_template("{spinner} {msg:>12} [{bar:40}] {pos}/{len} cases ({eta})")
-            .expect("static template")
-            .progress_chars("=> "),
-    );
-    bar
+/// What `conform` runs.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct ConformOptions {
+    /// Suite names; empty for every registered suite.
+    pub suites: Vec<String>,
+    /// The campaign seed: the same seed replays the same cases.
+    pub seed: u64,
+    /// Cases per suite; `None` for each suite's own default.
+    pub cases: Option<usize>,
+}
+
+/// A suite name no suite has.
+#[derive(Debug, thiserror::Error)]
+#[error("unknown suite `{name}` (registered: {registered})")]
+pub struct UnknownSuite {
+    pub name: String,
+    pub registered: String,
+}
+
+/// The registered suite called `name`.
+pub fn suite_named(name: &str) -> Result<&'static dyn Suite, UnknownSuite> {
+    let registered = suites();
+    registered
+        .iter()
+        .find(|s| s.name() == name)
+        .copied()
+        .ok_or_else(|| UnknownSuite {
+            name: name.to_string(),
+            registered: registered
+                .iter()
+                .map(|s| s.name())
+                .collect::<Vec<_>>()
+                .join(", "),
+        })
+}
+
+/// Runs a campaign, with a progress bar on stderr.
+pub fn run(options: &ConformOptions) -> Result<CampaignReport, UnknownSuite> {
+    let selected: Vec<&'static dyn Suite> = if options.suites.is_empty() {
+        suites()
+    } else {
+        options
+            .suites
+            .iter()
+            .map(|name| suite_named(name))
+            .collect::<Result<_, _>>()?
+    };
+    let plan: Vec<(&'static dyn Suite, usize)> = selected
+        .into_iter()
+        .map(|s| (s, options.cases.unwrap_or_else(|| s.default_cases())))
+        .collect();
+    let progress = crate::report::progress_bar(plan.iter().map(|(_, n)| *n as u64).sum());
+    let reports = plan
+        .iter()
+        .map(|(suite, n)| run_suite(*suite, options.seed, *n, &progress))
+        .collect();
+    progress.finish_and_clear();
+    Ok(CampaignReport {
+        seed: options.seed,
+        suites: reports,
+    })
 }

@@ -10,20 +10,20 @@
 //! cannot call it, so they are read and checked for UTF-8 but not parsed; this keeps large trees fast.
 
 mod check;
-pub mod cli;
 mod diagnostic;
 pub mod emit;
 mod entry_point;
 mod python;
+mod report;
 mod resolve;
 pub mod rules;
 pub mod upstream;
 
 pub use crate::validate::Severity;
-pub use cli::{ScanArgs, ScanExit, run_scan};
 pub use diagnostic::{Diagnostic, Location};
 pub use entry_point::EntryPoint;
 pub use python::ArgKind;
+pub use report::{ScanOptions, ScanReport, scan};
 pub use rules::Rule;
 
 use crate::call::PyValue;

@@ -17,14 +17,16 @@
 
 use super::stale::{check_buffer, hazard};
 use crate::call::{KvCacheCall, LayerInfo, SglangBackend};
-use crate::cli::ExitStatus;
 use crate::musa::{InjectionCache, MetadataUsed, MusaError, injected_metadata};
-use crate::spec::{SpecError, parse_call};
+use crate::report::documents::forward as doc;
+use crate::report::{Format, Report, Status};
+use crate::spec::{ReadError, SpecError, parse_call, read_input};
 use crate::tensor::{DEFAULT_MEMORY_CAP, Tensors, materialise};
 use crate::validate::profiles::MUSA;
 use crate::validate::{Hazard, Profile, Severity};
-use serde::{Deserialize, Serialize};
-use std::io::Write;
+use serde::Deserialize;
+use std::io::{self, Write};
+use std::path::PathBuf;
 
 /// One call of a forward pass and the layer it runs as.
 #[derive(Clone, Debug, PartialEq)]
@@ -101,7 +103,7 @@ pub fn parse_forward(text: &str) -> Result<ForwardPass, SpecError> {
 }
 
 /// A hazard as reports show it.
-#[derive(Clone, Debug, PartialEq, Serialize)]
+#[derive(Clone, Debug, PartialEq)]
 pub struct Finding {
     pub code: &'static str,
     pub severity: Severity,
@@ -119,7 +121,7 @@ impl From<Hazard> for Finding {
 }
 
 /// What one call of the pass received and what is wrong with it.
-#[derive(Clone, Debug, PartialEq, Serialize)]
+#[derive(Clone, Debug, PartialEq)]
 pub struct CallReport {
     pub call: String,
     pub layer_id: u32,
@@ -134,7 +136,7 @@ pub struct CallReport {
 }
 
 /// The findings of a whole pass.
-#[derive(Clone, Debug, PartialEq, Serialize)]
+#[derive(Clone, Debug, PartialEq)]
 pub struct ForwardReport {
     pub id: String,
     pub calls: Vec<CallReport>,
@@ -288,71 +290,92 @@ pub fn emulate(pass: &ForwardPass, mp: usize) -> ForwardReport {
     }
 }
 
-/// The report as text: one block per call, flagged calls marked.
-pub fn render_human(report: &ForwardReport) -> String {
-    let mut out = format!("forward pass {}\n", report.id);
-    for r in &report.calls {
-        let mark = if r.flagged { "FLAG" } else { "ok  " };
-        out.push_str(&format!(
-            "{mark} {} (layer {}, {}): {}; metadata: {}\n",
-            r.call, r.layer_id, r.prefix, r.outcome, r.metadata
-        ));
-        for f in &r.findings {
-            let severity = f.severity.name();
-            out.push_str(&format!("     {severity} {}: {}\n", f.code, f.message));
+impl Report for ForwardReport {
+    const FORMATS: &'static [Format] = &[Format::Human, Format::Json];
+    type Document = doc::ForwardPass;
+
+    /// Findings when a call is flagged.
+    fn status(&self) -> Status {
+        Status::findings_if(self.flagged > 0)
+    }
+
+    /// One block per call, flagged calls marked.
+    fn write_human(&self, out: &mut dyn Write) -> io::Result<()> {
+        writeln!(out, "forward pass {}", self.id)?;
+        for r in &self.calls {
+            let mark = if r.flagged { "FLAG" } else { "ok  " };
+            writeln!(
+                out,
+                "{mark} {} (layer {}, {}): {}; metadata: {}",
+                r.call, r.layer_id, r.prefix, r.outcome, r.metadata
+            )?;
+            for f in &r.findings {
+                let severity = f.severity.name();
+                writeln!(out, "     {severity} {}: {}", f.code, f.message)?;
+            }
+        }
+        writeln!(
+            out,
+            "{} of {} calls flagged",
+            self.flagged,
+            self.calls.len()
+        )
+    }
+
+    fn document(&self) -> doc::ForwardPass {
+        let calls = self
+            .calls
+            .iter()
+            .map(|r| doc::Call {
+                call: r.call.clone(),
+                layer_id: r.layer_id,
+                prefix: r.prefix.clone(),
+                outcome: r.outcome.clone(),
+                metadata: r.metadata.clone(),
+                flagged: r.flagged,
+                findings: r
+                    .findings
+                    .iter()
+                    .map(|f| doc::Finding {
+                        code: f.code.to_string(),
+                        severity: f.severity.name().to_string(),
+                        message: f.message.clone(),
+                    })
+                    .collect(),
+            })
+            .collect();
+        doc::ForwardPass {
+            id: self.id.clone(),
+            calls,
+            flagged: self.flagged,
         }
     }
-    out.push_str(&format!(
-        "{} of {} calls flagged\n",
-        report.flagged,
-        report.calls.len()
-    ));
-    out
 }
 
-/// `fa3conform forward FILE`.
-#[derive(Debug, clap::Args)]
-pub struct ForwardArgs {
-    /// The forward pass (JSON, see `fa3conform::scheduler::forward`; `-` for stdin).
-    pub file: std::path::PathBuf,
-    #[arg(long, value_enum, default_value_t = crate::cli::args::TextOrJson::Human)]
-    pub format: crate::cli::args::TextOrJson,
+/// What `forward` emulates.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ForwardOptions {
+    /// The forward pass (JSON, see the module documentation); `-` for stdin.
+    pub file: PathBuf,
     /// Multiprocessor count of the modelled MUSA device.
-    #[arg(long, default_value_t = crate::mate::DEFAULT_MP)]
     pub mp: usize,
 }
 
-/// Runs `fa3conform forward`: exit 1 when a call is flagged, 2 for unreadable input.
-pub fn run_forward(args: &ForwardArgs, out: &mut dyn Write) -> ExitStatus {
-    let text = if args.file.as_os_str() == "-" {
-        let mut text = String::new();
-        std::io::Read::read_to_string(&mut std::io::stdin(), &mut text).map(|_| text)
-    } else {
-        std::fs::read_to_string(&args.file)
-    };
-    let pass = match text
-        .map_err(|e| format!("reading {}: {e}", args.file.display()))
-        .and_then(|t| parse_forward(&t).map_err(|e| e.to_string()))
-    {
-        Ok(pass) => pass,
-        Err(message) => {
-            eprintln!("error: {message}");
-            return ExitStatus::Error;
-        }
-    };
-    let report = emulate(&pass, args.mp);
-    let text = match args.format {
-        crate::cli::args::TextOrJson::Human => render_human(&report),
-        crate::cli::args::TextOrJson::Json => {
-            serde_json::to_string_pretty(&report).expect("report serialises") + "\n"
-        }
-    };
-    if out.write_all(text.as_bytes()).is_err() {
-        return ExitStatus::Error;
-    }
-    if report.flagged > 0 {
-        ExitStatus::Failure
-    } else {
-        ExitStatus::Success
-    }
+/// Why a forward pass could not be emulated.
+#[derive(Debug, thiserror::Error)]
+pub enum ForwardError {
+    #[error(transparent)]
+    Read(#[from] ReadError),
+    #[error("{path}: {source}")]
+    Parse { path: String, source: SpecError },
+}
+
+/// Reads the pass of `options.file` and emulates it.
+pub fn forward(options: &ForwardOptions) -> Result<ForwardReport, ForwardError> {
+    let text = read_input(&options.file)?;
+    let pass = parse_forward(&text).map_err(|source| ForwardError::Parse {
+        path: options.file.display().to_string(),
+        source,
+    })?;
+    Ok(emulate(&pass, options.mp))
 }

@@ -20,3 +20,30 @@ mod write;
 
 pub use parse::{SpecError, parse_call, parse_each, parse_specs};
 pub use write::{call_to_json, value_to_json};
+
+/// A file that could not be read; `path` is `<stdin>` for standard input.
+#[derive(Debug, thiserror::Error)]
+#[error("reading {path}: {source}")]
+pub struct ReadError {
+    pub path: String,
+    #[source]
+    pub source: std::io::Error,
+}
+
+/// The text of a spec file, or of standard input for `-`.
+pub fn read_input(path: &std::path::Path) -> Result<String, ReadError> {
+    if path.as_os_str() == "-" {
+        let mut text = String::new();
+        std::io::Read::read_to_string(&mut std::io::stdin(), &mut text)
+            .map(|_| text)
+            .map_err(|source| ReadError {
+                path: "<stdin>".into(),
+                source,
+            })
+    } else {
+        std::fs::read_to_string(path).map_err(|source| ReadError {
+            path: path.display().to_string(),
+            source,
+        })
+    }
+}

@@ -7,30 +7,42 @@
 #[path = "../support/mod.rs"]
 mod support;
 
-use fa3conform::scan::cli::ScanFormat;
-use fa3conform::scan::{EntryPoint, Rule, ScanArgs, ScanExit, run_scan, scan_paths};
+use fa3conform::report::{self, Format, Report, Status};
+use fa3conform::scan::emit::specs;
+use fa3conform::scan::{EntryPoint, Rule, ScanOptions, ScanReport, scan, scan_paths};
 use serde_json::Value;
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
 const FIXTURES: &str = "tests/scan/fixtures";
 
-fn args(paths: &[PathBuf], format: ScanFormat) -> ScanArgs {
-    ScanArgs {
+fn options(paths: &[PathBuf]) -> ScanOptions {
+    ScanOptions {
         paths: paths.to_vec(),
-        format,
-        select: vec![],
-        ignore: vec![],
-        exit_zero: false,
-        emit_specs: None,
-        explain: None,
+        ..ScanOptions::default()
     }
 }
 
-fn run(args: &ScanArgs) -> (ScanExit, String) {
+fn scanned(options: &ScanOptions) -> ScanReport {
+    scan(options).expect("scan runs")
+}
+
+/// The scan's status and its report in `format`.
+fn run(options: &ScanOptions, format: Format) -> (Status, String) {
+    let report = scanned(options);
     let mut out = Vec::new();
-    let exit = run_scan(args, &mut out).expect("scan runs");
-    (exit, String::from_utf8(out).expect("UTF-8 output"))
+    report::write(&report, format, &mut out).expect("writes to memory");
+    (
+        report.status(),
+        String::from_utf8(out).expect("UTF-8 output"),
+    )
+}
+
+/// The call-spec skeletons `--emit-specs` writes.
+fn emitted_specs(options: &ScanOptions) -> String {
+    let mut out = Vec::new();
+    specs::render(&scanned(options).result.calls, &mut out).unwrap();
+    String::from_utf8(out).unwrap()
 }
 
 fn rule_fixture(rule: Rule) -> PathBuf {
@@ -89,8 +101,8 @@ fn every_rule_has_a_fixture_with_exactly_its_findings_and_snapshots() {
         );
         let paths = [fixture];
         assert_eq!(code_counts(&paths), expected_codes(rule), "{rule}");
-        let (_, human) = run(&args(&paths, ScanFormat::Human));
-        let (_, json) = run(&args(&paths, ScanFormat::Json));
+        let (_, human) = run(&options(&paths), Format::Human);
+        let (_, json) = run(&options(&paths), Format::Json);
         support::snapshot_settings("scan").bind(|| {
             insta::assert_snapshot!(format!("{}__human", rule.code()), human);
             insta::assert_snapshot!(format!("{}__json", rule.code()), json);
@@ -126,7 +138,7 @@ fn positional_arguments_bind_by_the_musa_signature() {
         code_counts(&paths),
         [("FA3M001", 1), ("FA3M004", 8), ("FA3M018", 1)]
     );
-    let (_, human) = run(&args(&paths, ScanFormat::Human));
+    let (_, human) = run(&options(&paths), Format::Human);
     support::snapshot_settings("scan").bind(|| insta::assert_snapshot!("positional__human", human));
 }
 
@@ -191,21 +203,13 @@ fn import_forms_resolve_to_the_stack_they_were_written_for() {
         .collect();
     assert_eq!(found, expected);
 
-    let specs = tempfile::NamedTempFile::new().unwrap();
-    let mut with_specs = args(&[dir], ScanFormat::Human);
-    with_specs.emit_specs = Some(specs.path().to_path_buf());
-    run(&with_specs);
-    let text = std::fs::read_to_string(specs.path()).unwrap();
+    let text = emitted_specs(&options(&[dir]));
     support::snapshot_settings("scan").bind(|| insta::assert_snapshot!("imports__specs", text));
 }
 
 #[test]
 fn spec_skeletons_parse_once_unknowns_are_filled_in() {
-    let specs = tempfile::NamedTempFile::new().unwrap();
-    let mut scan = args(&[rule_fixture(Rule::NegativeSoftcap)], ScanFormat::Json);
-    scan.emit_specs = Some(specs.path().to_path_buf());
-    run(&scan);
-    let text = std::fs::read_to_string(specs.path()).unwrap();
+    let text = emitted_specs(&options(&[rule_fixture(Rule::NegativeSoftcap)]));
     let err = fa3conform::spec::parse_specs(&text).unwrap_err();
     assert_eq!(err.path, "[0].args.cache_seqlens", "{err}");
 
@@ -239,30 +243,23 @@ fn spec_skeletons_parse_once_unknowns_are_filled_in() {
 }
 
 #[test]
-fn exit_status_follows_error_findings_selection_and_exit_zero() {
+fn status_follows_error_findings_and_selection() {
     let errors = [rule_fixture(Rule::VerNotThree)];
     let warnings = [rule_fixture(Rule::NegativeSoftcap)];
-    assert_eq!(run(&args(&errors, ScanFormat::Human)).0, ScanExit::Findings);
-    assert_eq!(run(&args(&warnings, ScanFormat::Human)).0, ScanExit::Clean);
+    assert_eq!(run(&options(&errors), Format::Human).0, Status::Findings);
+    assert_eq!(run(&options(&warnings), Format::Human).0, Status::Success);
 
-    let mut zero = args(&errors, ScanFormat::Human);
-    zero.exit_zero = true;
-    assert_eq!(run(&zero).0, ScanExit::Clean);
-
-    let mut ignored = args(&errors, ScanFormat::Json);
+    let mut ignored = options(&errors);
     ignored.ignore = vec![Rule::VerNotThree];
-    let (exit, out) = run(&ignored);
-    assert_eq!(exit, ScanExit::Clean);
+    let (exit, out) = run(&ignored, Format::Json);
+    assert_eq!(exit, Status::Success);
     let report: Value = serde_json::from_str(&out).unwrap();
     assert_eq!(report["diagnostics"], serde_json::json!([]));
 
-    let mut selected = args(
-        &[rule_fixture(Rule::IntCacheSeqlensUnderInjection)],
-        ScanFormat::Json,
-    );
+    let mut selected = options(&[rule_fixture(Rule::IntCacheSeqlensUnderInjection)]);
     selected.select = vec![Rule::IntCacheSeqlensUnderInjection];
-    let (exit, out) = run(&selected);
-    assert_eq!(exit, ScanExit::Clean, "FA3M012 is a warning");
+    let (exit, out) = run(&selected, Format::Json);
+    assert_eq!(exit, Status::Success, "FA3M012 is a warning");
     let report: Value = serde_json::from_str(&out).unwrap();
     let codes: Vec<&str> = report["diagnostics"]
         .as_array()
@@ -276,10 +273,7 @@ fn exit_status_follows_error_findings_selection_and_exit_zero() {
 
 #[test]
 fn explain_prints_the_registry_text() {
-    let mut explain = args(&[], ScanFormat::Human);
-    explain.explain = Some(Rule::VerNotThree);
-    let (exit, out) = run(&explain);
-    assert_eq!(exit, ScanExit::Clean);
+    let out = fa3conform::scan::rules::explain(Rule::VerNotThree);
     assert!(out.starts_with("FA3M001 (ver-not-3) [error]\n"), "{out}");
     assert!(out.contains("`ValueError: Only ver=3 is supported for MUSA FA3.`"));
 }
@@ -337,7 +331,7 @@ fn assert_valid_sarif(log: &Value) {
 #[test]
 fn sarif_is_structurally_valid_for_every_fixture() {
     let all = [Path::new(FIXTURES).to_path_buf()];
-    let (_, out) = run(&args(&all, ScanFormat::Sarif));
+    let (_, out) = run(&options(&all), Format::Sarif);
     let log: Value = serde_json::from_str(&out).unwrap();
     assert_valid_sarif(&log);
     let results = log["runs"][0]["results"].as_array().unwrap();
@@ -347,7 +341,7 @@ fn sarif_is_structurally_valid_for_every_fixture() {
             "{rule} missing from the SARIF of all fixtures"
         );
     }
-    let (_, one) = run(&args(&[rule_fixture(Rule::VerNotThree)], ScanFormat::Sarif));
+    let (_, one) = run(&options(&[rule_fixture(Rule::VerNotThree)]), Format::Sarif);
     support::snapshot_settings("scan").bind(|| insta::assert_snapshot!("FA3M001__sarif", one));
 }
 

@@ -30,6 +30,13 @@ def read_specs(path: Path):
         return [json.loads(line) for line in text.splitlines() if line.strip()]
 
 
+def versioned(document: dict, path) -> dict:
+    """A fa3conform JSON document of the schema version this script reads."""
+    if document.get("schema_version") != 1:
+        raise SystemExit(f"{path}: expected a fa3conform document with schema_version 1")
+    return document
+
+
 def verdict(tool: dict, shadow: dict, prefix_sites: set) -> dict:
     t = tool["profiles"]["musa"]
     v = {"tool_outcome": t["outcome"], "tool_exception": t.get("exception"), "tool_message": t.get("message"),
@@ -88,13 +95,14 @@ def main(argv=None):
     ap.add_argument("--sites", type=Path, required=True, help="fa3conform explain --list --format json")
     ap.add_argument("--out", type=Path, required=True)
     args = ap.parse_args(argv)
-    prefix_sites = {s["id"] for s in json.loads(args.sites.read_text()) if s["message_match"] == "prefix"}
+    sites = versioned(json.loads(args.sites.read_text()), args.sites)["sites"]
+    prefix_sites = {s["id"] for s in sites if s["message_match"] == "prefix"}
     args.out.mkdir(parents=True, exist_ok=True)
     rows = []
     for name, specs_p, shadow_p, certify_p in args.set:
         specs = read_specs(Path(specs_p))
         shadow = [json.loads(l) for l in Path(shadow_p).read_text().splitlines() if l.strip()]
-        tool = json.loads(Path(certify_p).read_text())
+        tool = versioned(json.loads(Path(certify_p).read_text()), certify_p)["calls"]
         if not (len(specs) == len(shadow) == len(tool)):
             raise SystemExit(f"{name}: {len(specs)} specs, {len(shadow)} shadow results, {len(tool)} certify results")
         for i, (spec, s, t) in enumerate(zip(specs, shadow, tool)):

@@ -1,19 +1,16 @@
 //! The text format: one block per diagnostic with the source line and carets, as ruff and rustc
 //! print them, then a summary.
 
-use super::Summary;
-use crate::scan::{Diagnostic, EntryPoint};
+use super::summary;
+use crate::report::documents::scan::Summary;
+use crate::scan::{Diagnostic, EntryPoint, ScanResult};
 use std::io::{self, Write};
 
-pub fn render(
-    diagnostics: &[&Diagnostic],
-    summary: &Summary,
-    out: &mut dyn Write,
-) -> io::Result<()> {
-    for d in diagnostics {
+pub fn render(result: &ScanResult, out: &mut dyn Write) -> io::Result<()> {
+    for d in &result.diagnostics {
         render_one(d, out)?;
     }
-    writeln!(out, "{}", summary_line(summary))
+    writeln!(out, "{}", summary_line(&summary(result)))
 }
 
 fn render_one(d: &Diagnostic, out: &mut dyn Write) -> io::Result<()> {

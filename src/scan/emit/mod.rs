@@ -5,31 +5,21 @@ pub mod json;
 pub mod sarif;
 pub mod specs;
 
-use super::{Diagnostic, ScanResult, Severity};
+use super::{ScanResult, Severity};
+use crate::report::documents::scan::Summary;
 
-/// Counts for the summary lines of every format.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct Summary {
-    pub errors: usize,
-    pub warnings: usize,
-    pub files_scanned: usize,
-    pub bytes_scanned: u64,
-    pub call_sites: usize,
-}
-
-impl Summary {
-    /// Counts over the diagnostics that are reported (after `--select`/`--ignore`).
-    pub fn of(result: &ScanResult, reported: &[&Diagnostic]) -> Summary {
-        let errors = reported
-            .iter()
-            .filter(|d| d.severity() == Severity::Error)
-            .count();
-        Summary {
-            errors,
-            warnings: reported.len() - errors,
-            files_scanned: result.files_scanned,
-            bytes_scanned: result.bytes_scanned,
-            call_sites: result.calls.len(),
-        }
+/// Counts for the summary lines of every format, over the diagnostics that are reported.
+pub fn summary(result: &ScanResult) -> Summary {
+    let errors = result
+        .diagnostics
+        .iter()
+        .filter(|d| d.severity() == Severity::Error)
+        .count();
+    Summary {
+        errors,
+        warnings: result.diagnostics.len() - errors,
+        files_scanned: result.files_scanned,
+        bytes_scanned: result.bytes_scanned,
+        call_sites: result.calls.len(),
     }
 }

@@ -1,10 +1,8 @@
 //! `--format sarif`: SARIF 2.1.0 for code-scanning UIs. Every rule of the registry is listed in the
 //! driver, so a result's `ruleIndex` is its position in [`Rule::ALL`].
 
-use super::Summary;
 use crate::scan::{Diagnostic, Rule, Severity};
 use serde_json::{Value, json};
-use std::io::{self, Write};
 
 pub const SCHEMA_URI: &str = "https://json.schemastore.org/sarif-2.1.0.json";
 
@@ -71,12 +69,9 @@ fn result(d: &Diagnostic) -> Value {
     })
 }
 
-pub fn render(
-    diagnostics: &[&Diagnostic],
-    _summary: &Summary,
-    out: &mut dyn Write,
-) -> io::Result<()> {
-    let log = json!({
+/// The SARIF log of the reported diagnostics.
+pub fn log(diagnostics: &[Diagnostic]) -> Value {
+    json!({
         "$schema": SCHEMA_URI,
         "version": "2.1.0",
         "runs": [{
@@ -86,11 +81,9 @@ pub fn render(
                 "rules": Rule::ALL.iter().map(|r| rule_descriptor(*r)).collect::<Vec<_>>(),
             }},
             "columnKind": "unicodeCodePoints",
-            "results": diagnostics.iter().map(|d| result(d)).collect::<Vec<_>>(),
+            "results": diagnostics.iter().map(result).collect::<Vec<_>>(),
         }],
-    });
-    serde_json::to_writer_pretty(&mut *out, &log)?;
-    writeln!(out)
+    })
 }
 
 #[cfg(test)]

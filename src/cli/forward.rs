@@ -1,0 +1,28 @@
+//! `fa3conform forward`: SGLang's metadata injection over a forward pass.
+
+use super::{Outcome, emit};
+use crate::report::{Format, Report};
+use crate::scheduler::forward::{self, ForwardOptions, ForwardReport};
+use clap::Args;
+use std::io::Write;
+use std::path::PathBuf;
+
+#[derive(Debug, Args)]
+pub struct ForwardArgs {
+    /// The forward pass (JSON, see `fa3conform::scheduler::forward`; `-` for stdin).
+    pub file: PathBuf,
+    #[arg(long, value_parser = super::args::format_parser(ForwardReport::FORMATS),
+          default_value = ForwardReport::FORMATS[0].name())]
+    pub format: Format,
+    /// Multiprocessor count of the modelled MUSA device.
+    #[arg(long, default_value_t = crate::mate::DEFAULT_MP)]
+    pub mp: usize,
+}
+
+pub fn run(args: &ForwardArgs, out: &mut dyn Write) -> Outcome {
+    let report = forward::forward(&ForwardOptions {
+        file: args.file.clone(),
+        mp: args.mp,
+    })?;
+    emit(&report, args.format, None, out)
+}

@@ -1,0 +1,66 @@
+//! `certify --format json`: each call's verdict per profile, hazards, numerics and whether it is
+//! certified for the gate profile (`musa`).
+
+use crate::report::json::Document;
+use serde::{Serialize, Serializer};
+
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct Certification {
+    pub calls: Vec<Call>,
+}
+
+impl Document for Certification {
+    const SCHEMA_VERSION: u32 = 1;
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct Call {
+    pub id: String,
+    /// Profile name → verdict, in the order the profiles were selected.
+    #[serde(serialize_with = "ordered_map")]
+    pub profiles: Vec<(String, Verdict)>,
+    pub hazards: Vec<Hazard>,
+    /// `--numerics` only, and only for calls the gate profile accepts; otherwise `null`.
+    pub numerics: Option<Numerics>,
+    /// `accepted on sgl-kernel, rejected on musa: ValueError: ...`
+    pub summary: String,
+    pub certified: bool,
+}
+
+/// An accepted call has `null` exception, message and site.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct Verdict {
+    pub outcome: Outcome,
+    pub exception: Option<String>,
+    /// `str(exc)`, byte for byte.
+    pub message: Option<String>,
+    /// The error site's id (`musa.W-1`).
+    pub site: Option<String>,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Outcome {
+    Accepted,
+    Rejected,
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct Hazard {
+    pub profile: String,
+    pub code: String,
+    /// `info`, `warning` or `error`.
+    pub severity: String,
+    pub message: String,
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct Numerics {
+    /// `within-tolerance`, `differs` or `not-run`.
+    pub status: String,
+    pub detail: String,
+}
+
+fn ordered_map<S: Serializer>(entries: &[(String, Verdict)], s: S) -> Result<S::Ok, S::Error> {
+    s.collect_map(entries.iter().map(|(k, v)| (k, v)))
+}

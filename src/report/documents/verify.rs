@@ -1,0 +1,34 @@
+//! `verify --format json`: what a device runner's results in case bundles came to.
+
+use crate::report::json::Document;
+use serde::Serialize;
+
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct Verification {
+    pub profile: String,
+    pub matched: usize,
+    pub mismatched: usize,
+    pub skipped: usize,
+    pub cases: Vec<Case>,
+}
+
+impl Document for Verification {
+    const SCHEMA_VERSION: u32 = 1;
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct Case {
+    /// The bundle folder's name.
+    pub name: String,
+    pub outcome: CaseOutcome,
+    /// What was checked (matched), what differs (mismatch), the runner's reason (skipped).
+    pub message: String,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum CaseOutcome {
+    Matched,
+    Mismatch,
+    Skipped,
+}

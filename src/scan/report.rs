@@ -1,0 +1,64 @@
+//! A scan as a [`Report`]: ruff-style text, the JSON document ([`documents::scan`]) or a SARIF log.
+
+use super::emit;
+use super::rules::Rule;
+use super::{ScanError, ScanResult, scan_paths};
+use crate::report::documents::scan as doc;
+use crate::report::{Format, Report, Status};
+use crate::validate::Severity;
+use std::io::{self, Write};
+use std::path::PathBuf;
+
+/// What `scan` looks at and which codes it reports.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct ScanOptions {
+    /// Files or directories (directories respect .gitignore).
+    pub paths: Vec<PathBuf>,
+    /// Report only these codes; empty for all.
+    pub select: Vec<Rule>,
+    /// Do not report these codes.
+    pub ignore: Vec<Rule>,
+}
+
+/// A scan whose diagnostics are those reported (after `select` and `ignore`).
+#[derive(Debug)]
+pub struct ScanReport {
+    pub result: ScanResult,
+}
+
+/// Scans `options.paths`; a path that does not exist is an error.
+pub fn scan(options: &ScanOptions) -> Result<ScanReport, ScanError> {
+    let mut result = scan_paths(&options.paths)?;
+    result.diagnostics.retain(|d| {
+        (options.select.is_empty() || options.select.contains(&d.rule))
+            && !options.ignore.contains(&d.rule)
+    });
+    Ok(ScanReport { result })
+}
+
+impl Report for ScanReport {
+    const FORMATS: &'static [Format] = &[Format::Human, Format::Json, Format::Sarif];
+    type Document = doc::Scan;
+
+    /// Findings when an error-level diagnostic is reported (warnings alone are a success).
+    fn status(&self) -> Status {
+        Status::findings_if(
+            self.result
+                .diagnostics
+                .iter()
+                .any(|d| d.severity() == Severity::Error),
+        )
+    }
+
+    fn write_human(&self, out: &mut dyn Write) -> io::Result<()> {
+        emit::human::render(&self.result, out)
+    }
+
+    fn document(&self) -> doc::Scan {
+        emit::json::document(&self.result)
+    }
+
+    fn sarif_log(&self) -> Option<serde_json::Value> {
+        Some(emit::sarif::log(&self.result.diagnostics))
+    }
+}
