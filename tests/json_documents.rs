@@ -9,6 +9,7 @@ use fa3conform::bridge::{ExportOptions, VerifyOptions, export, verify};
 use fa3conform::call::Dtype;
 use fa3conform::certify::{CertifyOptions, certify};
 use fa3conform::conform::{CampaignReport, CaseOutcome, SuiteReport};
+use fa3conform::explain::list;
 use fa3conform::mate::DEFAULT_MP;
 use fa3conform::reference::{RefOutput, Stack};
 use fa3conform::report::{self, Format, Report};
@@ -84,6 +85,17 @@ fn forward_mla() {
     })
     .unwrap();
     snapshot("forward", &json(&report));
+}
+
+/// Two sites of the listing: one whose message is exact, one that is a prefix of `str(exc)`.
+#[test]
+fn explain_list() {
+    let mut listing = list();
+    listing
+        .sites
+        .retain(|s| ["musa.W-1", "musa.J-1"].contains(&s.id));
+    assert_eq!(listing.sites.len(), 2);
+    snapshot("explain-list", &json(&listing));
 }
 
 #[test]
