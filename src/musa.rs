@@ -17,7 +17,7 @@ use crate::scheduler::{self, MetadataError};
 use crate::tensor::{DEFAULT_MEMORY_CAP, HostTensor, MaterialiseError, Tensors, materialise};
 use crate::tolerance;
 use crate::validate::profiles::{MUSA, should_update};
-use crate::validate::{Hazard, Profile, Rejection, engine};
+use crate::validate::{Hazard, Profile, Rejection};
 use std::collections::BTreeMap;
 use thiserror::Error;
 
@@ -193,7 +193,7 @@ pub fn injected_metadata(
     let Some((backend, layer)) = active_backend(call) else {
         return Ok(MetadataUsed::None);
     };
-    let update = should_update(backend).map_err(|fail| MusaError::Raises(engine::reject(fail)))?;
+    let update = should_update(backend).map_err(|fail| MusaError::Raises(fail.into_rejection()))?;
     if backend.use_mla {
         return Ok(MetadataUsed::MlaWorkspace { is_inited: !update });
     }

@@ -15,7 +15,7 @@
 //! one shared metadata dict; each gets the metadata the wrapper hands to mate, which is then
 //! checked against the call's own arguments ([`super::check_buffer`]).
 
-use super::stale::{check_buffer, hazard};
+use super::stale::check_buffer;
 use crate::call::{KvCacheCall, LayerInfo, SglangBackend};
 use crate::musa::{InjectionCache, MetadataUsed, MusaError, injected_metadata};
 use crate::report::documents::forward as doc;
@@ -23,6 +23,7 @@ use crate::report::{Format, Report, Status};
 use crate::spec::{ReadError, SpecError, parse_call, read_input};
 use crate::tensor::{DEFAULT_MEMORY_CAP, Tensors, materialise};
 use crate::validate::profiles::MUSA;
+use crate::validate::registry::scheduler::{H_SCHED_MLA_WORKSPACE_STALE, H_SCHED_UNCHECKED};
 use crate::validate::{Hazard, Profile, Severity};
 use serde::Deserialize;
 use std::io::{self, Write};
@@ -215,7 +216,7 @@ pub fn emulate(pass: &ForwardPass, mp: usize) -> ForwardReport {
             Err(e) => {
                 report
                     .findings
-                    .push(hazard("H-SCHED-UNCHECKED", &[e.to_string()]).into());
+                    .push(Hazard::new(H_SCHED_UNCHECKED, &[e.to_string()]).into());
                 report.flagged = true;
                 reports.push(report);
                 continue;
@@ -254,8 +255,8 @@ pub fn emulate(pass: &ForwardPass, mp: usize) -> ForwardReport {
                 } else if let Some(writer) = &workspace {
                     let differ = writer.differences(&this);
                     if !differ.is_empty() {
-                        findings.push(hazard(
-                            "H-SCHED-MLA-WORKSPACE-STALE",
+                        findings.push(Hazard::new(
+                            H_SCHED_MLA_WORKSPACE_STALE,
                             &[writer.call.clone(), differ.join(", ")],
                         ));
                     }
@@ -274,7 +275,7 @@ pub fn emulate(pass: &ForwardPass, mp: usize) -> ForwardReport {
             }
             Err(e) => (
                 "unknown".to_string(),
-                vec![hazard("H-SCHED-UNCHECKED", &[e.to_string()])],
+                vec![Hazard::new(H_SCHED_UNCHECKED, &[e.to_string()])],
             ),
         };
         report.metadata = description;

@@ -17,17 +17,12 @@ use crate::call::{KvCacheCall, MetadataArgsSpec, PyValue};
 use crate::mate::{self, DEFAULT_MP, ResolvedMask, SchedulerMetadata, SplitHeuristicArgs};
 use crate::tensor::{DEFAULT_MEMORY_CAP, Tensors, materialise};
 use crate::validate::profiles::MUSA;
-use crate::validate::{Hazard, Profile, Resolved, registry};
-
-/// The registered hazard `code` with its template filled.
-pub(crate) fn hazard(code: &'static str, args: &[String]) -> Hazard {
-    let def = registry::hazard(code);
-    Hazard {
-        code,
-        severity: def.severity,
-        message: registry::fill(def.template, args),
-    }
-}
+use crate::validate::registry::scheduler::{
+    H_SCHED_ARGS_DIFFER, H_SCHED_ARGS_DROPPED, H_SCHED_BATCH_TABLE, H_SCHED_BUFFER_LONGER,
+    H_SCHED_DROPPED_BY_SINKS, H_SCHED_M_BLOCKS, H_SCHED_PERF_ONLY, H_SCHED_SPLITS_EXCEED,
+    H_SCHED_SPLITS_NONPOSITIVE, H_SCHED_UNCHECKED, H_SCHED_VALUES_NOT_FROM_ARGS,
+};
+use crate::validate::{Hazard, Profile, Resolved};
 
 /// What the forward needs of the metadata, from the call alone.
 struct Needs {
@@ -225,7 +220,7 @@ pub fn check_buffer(
     mp: usize,
 ) -> Vec<Hazard> {
     if call.passed("sinks").is_some_and(|s| !s.is_none()) {
-        return vec![hazard("H-SCHED-DROPPED-BY-SINKS", &[])];
+        return vec![Hazard::new(H_SCHED_DROPPED_BY_SINKS, &[])];
     }
     let verdict = MUSA.validate(&call.with_scheduler_metadata(values));
     let Some(resolved) = verdict.resolved() else {
@@ -248,14 +243,14 @@ pub fn check_buffer(
     let mut findings = Vec::new();
     if !differences.is_empty() {
         let list: Vec<&str> = differences.iter().map(|(_, t)| t.as_str()).collect();
-        findings.push(hazard("H-SCHED-ARGS-DIFFER", &[list.join("; ")]));
+        findings.push(Hazard::new(H_SCHED_ARGS_DIFFER, &[list.join("; ")]));
     }
     if !dropped.is_empty() {
-        findings.push(hazard("H-SCHED-ARGS-DROPPED", &[dropped.join("; ")]));
+        findings.push(Hazard::new(H_SCHED_ARGS_DROPPED, &[dropped.join("; ")]));
     }
     if values.len() > 4 * b {
-        findings.push(hazard(
-            "H-SCHED-BUFFER-LONGER",
+        findings.push(Hazard::new(
+            H_SCHED_BUFFER_LONGER,
             &[
                 values.len().to_string(),
                 (4 * b).to_string(),
@@ -291,7 +286,7 @@ pub fn check_buffer(
             .filter_map(|(name, differs)| differs.then_some(name))
             .collect();
             if !fields.is_empty() {
-                findings.push(hazard("H-SCHED-PERF-ONLY", &[fields.join(", ")]));
+                findings.push(Hazard::new(H_SCHED_PERF_ONLY, &[fields.join(", ")]));
             }
         }
     }
@@ -322,8 +317,8 @@ fn check_batch_table(table: &[i32], b: usize, findings: &mut Vec<Hazard>) {
     if !out_of_range.is_empty() {
         parts.push(format!("values {out_of_range:?} index other memory"));
     }
-    findings.push(hazard(
-        "H-SCHED-BATCH-TABLE",
+    findings.push(Hazard::new(
+        H_SCHED_BATCH_TABLE,
         &[format!("{table:?}"), b.to_string(), parts.join(", ")],
     ));
 }
@@ -356,8 +351,8 @@ fn check_m_blocks(
         "has {have} block(s) of {} rows for sequence {x}, which needs {need}",
         needs.tile_m
     );
-    findings.push(hazard(
-        "H-SCHED-M-BLOCKS",
+    findings.push(Hazard::new(
+        H_SCHED_M_BLOCKS,
         &[
             cause(differences, M_BLOCK_ARGS, fallback),
             describe_rows(&lost, needs.batch),
@@ -384,14 +379,14 @@ fn check_splits(
         } else {
             format!("{what}, gives sequence {x}")
         };
-        findings.push(hazard(
-            "H-SCHED-SPLITS-EXCEED",
+        findings.push(Hazard::new(
+            H_SCHED_SPLITS_EXCEED,
             &[what, n.to_string(), needs.splits.to_string()],
         ));
     }
     if let Some((x, n)) = (0..b).map(entry).find(|&(_, n)| n <= 0) {
-        findings.push(hazard(
-            "H-SCHED-SPLITS-NONPOSITIVE",
+        findings.push(Hazard::new(
+            H_SCHED_SPLITS_NONPOSITIVE,
             &[format!("gives sequence {x} {n} split(s)")],
         ));
     }
@@ -407,7 +402,7 @@ pub fn stale_metadata_findings(call: &KvCacheCall) -> Vec<Hazard> {
 
 /// [`stale_metadata_findings`] for a device with `mp` multiprocessors.
 pub fn stale_metadata_findings_on(call: &KvCacheCall, mp: usize) -> Vec<Hazard> {
-    let unchecked = |why: String| vec![hazard("H-SCHED-UNCHECKED", &[why])];
+    let unchecked = |why: String| vec![Hazard::new(H_SCHED_UNCHECKED, &[why])];
     let passed = call
         .passed("scheduler_metadata")
         .and_then(PyValue::as_tensor);
@@ -445,8 +440,8 @@ pub fn stale_metadata_findings_on(call: &KvCacheCall, mp: usize) -> Vec<Hazard> 
             if let Some(i) =
                 (0..values.len().max(computed.len())).find(|&i| values.get(i) != computed.get(i))
             {
-                findings.push(hazard(
-                    "H-SCHED-VALUES-NOT-FROM-ARGS",
+                findings.push(Hazard::new(
+                    H_SCHED_VALUES_NOT_FROM_ARGS,
                     &[mp.to_string(), i.to_string()],
                 ));
             }

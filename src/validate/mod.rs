@@ -117,6 +117,17 @@ pub struct Hazard {
     pub message: String,
 }
 
+impl Hazard {
+    /// Hazard `def`, its template filled with `args`.
+    pub fn new(def: &'static registry::HazardDef, args: &[String]) -> Hazard {
+        Hazard {
+            code: def.code,
+            severity: def.severity,
+            message: registry::fill(def.template, args),
+        }
+    }
+}
+
 /// The outcome of validating one call against one profile.
 #[derive(Clone, Debug, PartialEq)]
 pub enum Outcome {

@@ -3,23 +3,24 @@
 //! Python steps both wrappers share (default scale, `int` `cache_seqlens`, `window_size[i]`).
 
 use super::cuda_state::{
-    Arg, CudaState, OpSchema, OpSource, SchemaParam, SchemaType as T, python_index, python_shape,
-    python_stride_last,
+    Arg, CudaState, OpSchema, OpSource, SchemaParam, SchemaType as T, ensure, python_index,
+    python_shape, python_stride_last,
 };
 use super::mha_fwd::expanded_seqlens;
 use crate::call::signature;
 use crate::call::{Device, Param, PyValue};
 use crate::validate::engine::{Check, Fail, HazardLog, Layer, reject, sites_of};
+use crate::validate::registry::Site;
 use crate::validate::{Exception, Rejection};
 use std::borrow::Cow;
 
 /// The sites of a profile: CPython's binding errors, then every layer list's sites in order.
 pub fn profile_sites(layer_lists: &[&[&Layer<CudaState>]]) -> Vec<&'static str> {
     let mut sites = vec![
-        "py.binding-unexpected-keyword",
-        "py.binding-multiple-values",
-        "py.binding-missing",
-        "py.binding-too-many",
+        PY_BINDING_UNEXPECTED_KEYWORD.id,
+        PY_BINDING_MULTIPLE_VALUES.id,
+        PY_BINDING_MISSING.id,
+        PY_BINDING_TOO_MANY.id,
     ];
     for layers in layer_lists {
         for site in sites_of(layers) {
@@ -33,37 +34,29 @@ pub fn profile_sites(layer_lists: &[&[&Layer<CudaState>]]) -> Vec<&'static str> 
 
 /// CPython's binding `TypeError`, filed under the site of its message form.
 pub fn binding_rejection(message: String) -> Rejection {
-    const FORMS: [(&str, &str, &str); 4] = [
+    const FORMS: [(&Site, &str, &str); 4] = [
         (
-            "py.binding-unexpected-keyword",
+            PY_BINDING_UNEXPECTED_KEYWORD,
             "flash_attn_with_kvcache() got an unexpected keyword argument '",
             "'",
         ),
         (
-            "py.binding-multiple-values",
+            PY_BINDING_MULTIPLE_VALUES,
             "flash_attn_with_kvcache() got multiple values for argument '",
             "'",
         ),
-        (
-            "py.binding-missing",
-            "flash_attn_with_kvcache() missing ",
-            "",
-        ),
-        (
-            "py.binding-too-many",
-            "flash_attn_with_kvcache() takes ",
-            "",
-        ),
+        (PY_BINDING_MISSING, "flash_attn_with_kvcache() missing ", ""),
+        (PY_BINDING_TOO_MANY, "flash_attn_with_kvcache() takes ", ""),
     ];
     for (site, prefix, suffix) in FORMS {
         if let Some(rest) = message.strip_prefix(prefix) {
             let arg = rest.strip_suffix(suffix).unwrap_or(rest);
-            return reject(Fail::with(site, [arg.to_string()]));
+            return reject(site, &[arg.to_string()]);
         }
     }
     // `bind` only produces the four forms above.
     Rejection {
-        site: "py.binding-unexpected-keyword",
+        site: PY_BINDING_UNEXPECTED_KEYWORD.id,
         exception: Exception::TypeError,
         message,
     }
@@ -85,7 +78,7 @@ pub fn default_scale(s: &mut CudaState) -> Result<(), Fail> {
         python_shape(qv, -1)?
     };
     if d + dv == 0 {
-        return Err(Fail::new("py.zero-power"));
+        return Err(Fail::new().at(PY_ZERO_POWER));
     }
     s.softmax_scale = ((d + dv) as f64).powf(-0.5);
     Ok(())
@@ -112,13 +105,13 @@ pub fn expand_int_seqlens(s: &mut CudaState, length: SeqlensLength) -> Result<()
     };
     let n = python_shape(s.py(source), 0)?;
     if i32::try_from(value).is_err() {
-        return Err(Fail::new("aten.full-overflow"));
+        return Err(Fail::new().at(ATEN_FULL_OVERFLOW));
     }
     let device = s.py(Param::KCache).as_tensor().and_then(|t| t.device);
     let expanded = expanded_seqlens(n, value, device);
     if python_batch(s) != Some(n) {
         s.hazard(
-            "H-CUDA-INT-SEQLENS-EXPANDED",
+            H_CUDA_INT_SEQLENS_EXPANDED,
             &[&value.to_string(), &n.to_string(), name],
         );
     }
@@ -164,15 +157,12 @@ fn argument_types(s: &mut CudaState) -> Result<(), Fail> {
     for (index, param) in s.op.params.iter().enumerate() {
         let value = op_value(s, index);
         if !param.ty.accepts(&value) {
-            return Err(Fail::with(
-                "torch.op-arg-type",
-                [
-                    s.op.name.to_string(),
-                    param.ty.display().to_string(),
-                    param.name.to_string(),
-                    value.type_name().to_string(),
-                ],
-            ));
+            return Err(Fail::with([
+                s.op.name.to_string(),
+                param.ty.display().to_string(),
+                param.name.to_string(),
+                value.type_name().to_string(),
+            ]));
         }
     }
     Ok(())
@@ -201,10 +191,7 @@ fn dispatch(s: &mut CudaState) -> Result<(), Fail> {
         Some(Device::Cpu) => "CPU",
         Some(Device::Musa) => "PrivateUse1",
     };
-    Err(Fail::with(
-        "torch.no-kernel",
-        [s.op.name.to_string(), backend.to_string()],
-    ))
+    Err(Fail::with([s.op.name.to_string(), backend.to_string()]))
 }
 
 /// Calling the operator from Python: argument parsing, then dispatch.
@@ -213,12 +200,12 @@ pub static OP_CALL: Layer<CudaState> = Layer {
     checks: &[
         Check {
             name: "argument types",
-            sites: &["torch.op-arg-type"],
+            sites: &[TORCH_OP_ARG_TYPE],
             run: argument_types,
         },
         Check {
             name: "dispatch",
-            sites: &["torch.no-kernel"],
+            sites: &[TORCH_NO_KERNEL],
             run: dispatch,
         },
     ],
@@ -228,6 +215,7 @@ const fn p(name: &'static str, ty: T, source: OpSource) -> SchemaParam {
     SchemaParam { name, ty, source }
 }
 
+use crate::validate::registry::cuda::*;
 use OpSource::{AlwaysNone, Python, Tensor as Tn};
 
 /// `flash_attn_3::_flash_attn_forward`, the `torch.library.custom_op` upstream's wrapper calls
@@ -345,11 +333,7 @@ pub fn maybe_contiguous_all(s: &mut CudaState, args: &[Arg]) -> Result<(), Fail>
     args.iter().try_for_each(|&arg| s.maybe_contiguous(arg))
 }
 
-/// `x.stride(-1) == 1` of a Python wrapper's stride assert, failing with `site`.
-pub fn assert_last_stride(s: &CudaState, param: Param, site: &'static str) -> Result<(), Fail> {
-    if python_stride_last(s.py(param))? == 1 {
-        Ok(())
-    } else {
-        Err(Fail::new(site))
-    }
+/// `assert x.stride(-1) == 1` of a Python wrapper (the stride itself can raise).
+pub fn assert_last_stride(s: &CudaState, param: Param) -> Result<(), Fail> {
+    ensure(python_stride_last(s.py(param))? == 1)
 }

@@ -6,6 +6,7 @@
 
 use crate::call::{BoundArgs, Device, Param, PyValue, Signature, TensorArg};
 use crate::validate::engine::{Fail, HazardLog};
+use crate::validate::registry::cuda::*;
 use crate::validate::{Hazard, Resolved};
 
 /// Which C++ front end raised a `TORCH_CHECK`: the message text differs, the checks do not
@@ -281,6 +282,11 @@ impl CudaState {
     }
 }
 
+/// `TORCH_CHECK(ok)` (and the Python wrappers' `assert ok`) with a fixed message.
+pub fn ensure(ok: bool) -> Result<(), Fail> {
+    if ok { Ok(()) } else { Err(Fail::new()) }
+}
+
 /// ATen's `size(dim)`: `IndexError` texts verified in cuda-fa3.md §B "Derived sizes".
 pub fn aten_size(t: &TensorArg, dim: isize) -> Result<i64, Fail> {
     if let Some(s) = t.size(dim) {
@@ -288,12 +294,9 @@ pub fn aten_size(t: &TensorArg, dim: isize) -> Result<i64, Fail> {
     }
     let n = t.ndim() as i64;
     if n == 0 {
-        return Err(Fail::with(sites::DIM_NO_DIMS, [dim.to_string()]));
+        return Err(Fail::with([dim.to_string()]).at(ATEN_DIM_NO_DIMS));
     }
-    Err(Fail::with(
-        sites::DIM_RANGE,
-        [(-n).to_string(), (n - 1).to_string(), dim.to_string()],
-    ))
+    Err(Fail::with([(-n).to_string(), (n - 1).to_string(), dim.to_string()]).at(ATEN_DIM_RANGE))
 }
 
 /// Python's `x.stride(-1)` on an arbitrary argument value.
@@ -304,7 +307,7 @@ pub fn python_stride_last(value: &PyValue) -> Result<usize, Fail> {
 /// `t.stride(-1)`, without materialising default strides.
 fn last_stride(t: &TensorArg) -> Result<usize, Fail> {
     match (&t.stride, t.ndim()) {
-        (_, 0) => Err(Fail::with(sites::DIM_NO_DIMS, ["-1".to_string()])),
+        (_, 0) => Err(Fail::with(["-1".to_string()]).at(ATEN_DIM_NO_DIMS)),
         (None, _) => Ok(1),
         (Some(strides), n) => Ok(strides.get(n - 1).copied().unwrap_or(1)),
     }
@@ -314,41 +317,35 @@ fn last_stride(t: &TensorArg) -> Result<usize, Fail> {
 pub fn python_shape(value: &PyValue, index: isize) -> Result<usize, Fail> {
     python_tensor(value, "shape")?
         .size(index)
-        .ok_or_else(|| Fail::new(sites::TUPLE_INDEX))
+        .ok_or_else(|| Fail::new().at(PY_TUPLE_INDEX))
 }
 
 /// The tensor behind `value`, or the `AttributeError` Python raises when reading `attribute`.
 pub fn python_tensor<'a>(value: &'a PyValue, attribute: &str) -> Result<&'a TensorArg, Fail> {
     value.as_tensor().ok_or_else(|| {
-        Fail::with(
-            sites::NO_ATTRIBUTE,
-            [value.type_name().to_string(), attribute.to_string()],
-        )
+        Fail::with([value.type_name().to_string(), attribute.to_string()]).at(PY_NO_ATTRIBUTE)
     })
 }
 
 /// Python's `seq[i]` for `i` in 0 and 1, as `window_size[0]` evaluates it.
 pub fn python_index(value: &PyValue, index: usize) -> Result<PyValue, Fail> {
-    let out_of_range = |site| Err(Fail::new(site));
+    let out_of_range = |site| Err(Fail::new().at(site));
     match value {
         PyValue::Tuple(items) => items
             .get(index)
             .cloned()
-            .map_or_else(|| out_of_range(sites::TUPLE_INDEX), Ok),
+            .map_or_else(|| out_of_range(PY_TUPLE_INDEX), Ok),
         PyValue::List(items) => items
             .get(index)
             .cloned()
-            .map_or_else(|| out_of_range(sites::LIST_INDEX), Ok),
+            .map_or_else(|| out_of_range(PY_LIST_INDEX), Ok),
         PyValue::Str(s) => s
             .chars()
             .nth(index)
             .map(|c| PyValue::Str(c.to_string()))
-            .map_or_else(|| out_of_range(sites::STR_INDEX), Ok),
+            .map_or_else(|| out_of_range(PY_STR_INDEX), Ok),
         PyValue::Tensor(t) => tensor_element(t, index),
-        other => Err(Fail::with(
-            sites::NOT_SUBSCRIPTABLE,
-            [other.type_name().to_string()],
-        )),
+        other => Err(Fail::with([other.type_name().to_string()]).at(PY_NOT_SUBSCRIPTABLE)),
     }
 }
 
@@ -356,14 +353,13 @@ pub fn python_index(value: &PyValue, index: usize) -> Result<PyValue, Fail> {
 fn tensor_element(t: &TensorArg, index: usize) -> Result<PyValue, Fail> {
     // Python indexing of a 0-d tensor fails before any size is read.
     if t.ndim() == 0 {
-        return Err(Fail::new(sites::INDEX_0D));
+        return Err(Fail::new().at(ATEN_INDEX_0D));
     }
     let len = aten_size(t, 0)? as usize;
     if index >= len {
-        return Err(Fail::with(
-            sites::TENSOR_INDEX,
-            [index.to_string(), "0".to_string(), len.to_string()],
-        ));
+        return Err(
+            Fail::with([index.to_string(), "0".to_string(), len.to_string()]).at(ATEN_TENSOR_INDEX),
+        );
     }
     let mut element = TensorArg::new(t.dtype, &t.shape[1..]);
     element.device = t.device;
@@ -459,17 +455,4 @@ pub struct OpSchema {
     /// The Python signature whose bound arguments feed the operator.
     pub signature: &'static Signature,
     pub params: &'static [SchemaParam],
-}
-
-/// Error-site ids of generic Python / ATen / dispatcher errors, shared by every CUDA profile.
-pub mod sites {
-    pub const NO_ATTRIBUTE: &str = "py.no-attribute";
-    pub const TUPLE_INDEX: &str = "py.tuple-index";
-    pub const LIST_INDEX: &str = "py.list-index";
-    pub const STR_INDEX: &str = "py.str-index";
-    pub const NOT_SUBSCRIPTABLE: &str = "py.not-subscriptable";
-    pub const TENSOR_INDEX: &str = "aten.tensor-index";
-    pub const INDEX_0D: &str = "aten.index-0d";
-    pub const DIM_NO_DIMS: &str = "aten.dim-no-dims";
-    pub const DIM_RANGE: &str = "aten.dim-range";
 }

@@ -10,7 +10,8 @@ use super::cuda_op::{
 use super::cuda_state::{Arg, CudaState, Flavour};
 use super::mha_fwd::{LAUNCH, MHA_FWD, render, resolved};
 use crate::call::{Device, KvCacheCall, Param, signature};
-use crate::validate::engine::{Check, HazardLog, Layer, run_layers};
+use crate::validate::engine::{At, Check, HazardLog, Layer, run_layers};
+use crate::validate::registry::cuda::*;
 use crate::validate::{Outcome, Profile, Verdict};
 use std::sync::OnceLock;
 
@@ -22,35 +23,35 @@ static PYTHON: Layer<CudaState> = Layer {
     checks: &[
         Check {
             name: "k_cache last stride",
-            sites: &["py.no-attribute", "aten.dim-no-dims", "fa3.A-1"],
-            run: |s| assert_last_stride(s, Param::KCache, "fa3.A-1"),
+            sites: &[PY_NO_ATTRIBUTE, ATEN_DIM_NO_DIMS, FA3_A_1],
+            run: |s| assert_last_stride(s, Param::KCache).at(FA3_A_1),
         },
         Check {
             name: "v_cache last stride",
-            sites: &["py.no-attribute", "aten.dim-no-dims", "fa3.A-2"],
-            run: |s| assert_last_stride(s, Param::VCache, "fa3.A-2"),
+            sites: &[PY_NO_ATTRIBUTE, ATEN_DIM_NO_DIMS, FA3_A_2],
+            run: |s| assert_last_stride(s, Param::VCache).at(FA3_A_2),
         },
         Check {
             name: "default softmax_scale",
-            sites: &["py.no-attribute", "py.tuple-index", "py.zero-power"],
+            sites: &[PY_NO_ATTRIBUTE, PY_TUPLE_INDEX, PY_ZERO_POWER],
             run: default_scale,
         },
         Check {
             name: "int cache_seqlens",
-            sites: &["py.no-attribute", "py.tuple-index", "aten.full-overflow"],
+            sites: &[PY_NO_ATTRIBUTE, PY_TUPLE_INDEX, ATEN_FULL_OVERFLOW],
             run: |s| expand_int_seqlens(s, SeqlensLength::QRows),
         },
         Check {
             name: "window_size[0], window_size[1]",
             sites: &[
-                "py.not-subscriptable",
-                "py.tuple-index",
-                "py.list-index",
-                "py.str-index",
-                "aten.tensor-index",
-                "aten.index-0d",
-                "aten.dim-no-dims",
-                "aten.dim-range",
+                PY_NOT_SUBSCRIPTABLE,
+                PY_TUPLE_INDEX,
+                PY_LIST_INDEX,
+                PY_STR_INDEX,
+                ATEN_TENSOR_INDEX,
+                ATEN_INDEX_0D,
+                ATEN_DIM_NO_DIMS,
+                ATEN_DIM_RANGE,
             ],
             run: |s| {
                 s.attention_chunk = s.py(Param::AttentionChunk).clone();
@@ -66,7 +67,7 @@ static CUSTOM_OP_BODY: Layer<CudaState> = Layer {
     name: "flash_attn_3::_flash_attn_forward body",
     checks: &[Check {
         name: "maybe_contiguous",
-        sites: &["aten.dim-no-dims"],
+        sites: &[ATEN_DIM_NO_DIMS],
         run: |s| {
             maybe_contiguous_all(
                 s,
@@ -146,7 +147,7 @@ impl Profile for Fa3 {
             Ok(()) => {
                 if state.py(Param::ReturnSoftmaxLse).truthy() == Some(true) {
                     state.hazard(
-                        "H-CUDA-RETURNS-4-TUPLE",
+                        H_CUDA_RETURNS_4_TUPLE,
                         &["out_accum, softmax_lse_accum; empty float32 tensors unless split"],
                     );
                 }
@@ -170,7 +171,7 @@ impl Profile for Fa3 {
                 let mut sites = profile_sites(&[&LAYERS]);
                 // The stable build reads descales with an untyped data_ptr(): no implicit dtype
                 // check.
-                sites.retain(|s| *s != "aten.scalar-type");
+                sites.retain(|s| *s != ATEN_SCALAR_TYPE.id);
                 sites
             }),
         }

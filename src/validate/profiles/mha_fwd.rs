@@ -9,13 +9,15 @@
 //! B.1, B.3, B.9, B.10c, B.12, B.16b, B.19, B.22, B.25, B.26, B.27h, B.29d, B.34 of cuda-fa3.md.
 //! Site ids follow that section's numbering (`fa3.B-17a` is the first shape check of B.17).
 
-use super::cuda_state::{Arg, CudaState, Flavour, MhaResolution, MhaSizes, SequsedK};
+use super::cuda_state::{Arg, CudaState, Flavour, MhaResolution, MhaSizes, SequsedK, ensure};
 use crate::call::{Device, Dtype, LseLayout, Param, PyValue, TensorArg};
 use crate::hopper::{
     Fa3Layout, MODELLED_ARCH, NUM_SM, ceil_div, num_splits_heuristic, round_up_headdim,
     round_up_headdimv, should_pack_gqa, tile_size_fwd_sm90,
 };
-use crate::validate::engine::{Check, Fail, HazardLog, Layer};
+use crate::validate::engine::{At, Check, Fail, HazardLog, Layer};
+use crate::validate::registry::Site;
+use crate::validate::registry::cuda::*;
 use crate::validate::{Rejection, Resolved};
 
 /// `get_max_headdim()` with every head dimension compiled.
@@ -24,20 +26,16 @@ const MAX_HEADDIM: i64 = 256;
 /// (`setup.py:217` passes absolute source paths, so the real prefix is build-dependent).
 pub const STABLE_FILE: &str = "<build>/hopper/flash_api_stable.cpp";
 
-fn ensure(ok: bool, site: &'static str) -> Result<(), Fail> {
-    if ok { Ok(()) } else { Err(Fail::new(site)) }
+fn on_cuda(s: &CudaState, arg: Arg) -> Result<(), Fail> {
+    ensure(s.device(arg) == Device::Cuda)
 }
 
-fn on_cuda(s: &CudaState, arg: Arg, site: &'static str) -> Result<(), Fail> {
-    ensure(s.device(arg) == Device::Cuda, site)
+fn contiguous(s: &CudaState, arg: Arg) -> Result<(), Fail> {
+    ensure(s.is_contiguous(arg))
 }
 
-fn contiguous(s: &CudaState, arg: Arg, site: &'static str) -> Result<(), Fail> {
-    ensure(s.is_contiguous(arg), site)
-}
-
-fn dtype_is(s: &CudaState, arg: Arg, dtype: Dtype, site: &'static str) -> Result<(), Fail> {
-    ensure(s.required(arg).dtype == dtype, site)
+fn dtype_is(s: &CudaState, arg: Arg, dtype: Dtype) -> Result<(), Fail> {
+    ensure(s.required(arg).dtype == dtype)
 }
 
 fn q_dtype(s: &CudaState) -> Dtype {
@@ -47,7 +45,7 @@ fn q_dtype(s: &CudaState) -> Dtype {
 /// `CHECK_SHAPE(x, expected...)`. Legacy fails with one message for any difference; the stable
 /// build reports the rank, then the first differing dimension (cuda-fa3.md 0.5), which is kept
 /// in the state for [`render`].
-fn shape(s: &mut CudaState, arg: Arg, expected: &[i64], site: &'static str) -> Result<(), Fail> {
+fn shape(s: &mut CudaState, arg: Arg, expected: &[i64]) -> Result<(), Fail> {
     let t = s.required(arg);
     let name = arg.cpp();
     let detail = if t.ndim() != expected.len() {
@@ -70,7 +68,7 @@ fn shape(s: &mut CudaState, arg: Arg, expected: &[i64], site: &'static str) -> R
         None => Ok(()),
         Some(detail) => {
             s.stable_shape_detail = Some(detail);
-            Err(Fail::new(site))
+            Err(Fail::new())
         }
     }
 }
@@ -104,7 +102,7 @@ fn as_c_int(x: i64) -> i64 {
 }
 
 macro_rules! check {
-    ($name:literal, [$($site:literal),*], $run:expr) => {
+    ($name:literal, [$($site:expr),*], $run:expr) => {
         Check { name: $name, sites: &[$($site),*], run: $run }
     };
 }
@@ -113,172 +111,149 @@ macro_rules! check {
 pub static MHA_FWD: Layer<CudaState> = Layer {
     name: "mha_fwd",
     checks: &[
-        check!("q dtype", ["fa3.B-2"], |s| ensure(
-            q_dtype(s).is_attention_input(),
-            "fa3.B-2"
+        check!("q dtype", [FA3_B_2], |s| ensure(
+            q_dtype(s).is_attention_input()
         )),
-        check!("k dtype", ["fa3.B-4"], |s| ensure(
-            s.required(Arg::K).dtype == q_dtype(s),
-            "fa3.B-4"
+        check!("k dtype", [FA3_B_4], |s| ensure(
+            s.required(Arg::K).dtype == q_dtype(s)
         )),
-        check!("v dtype", ["fa3.B-5"], |s| ensure(
-            s.required(Arg::V).dtype == q_dtype(s),
-            "fa3.B-5"
+        check!("v dtype", [FA3_B_5], |s| ensure(
+            s.required(Arg::V).dtype == q_dtype(s)
         )),
-        check!("q device", ["fa3.B-6"], |s| on_cuda(s, Arg::Q, "fa3.B-6")),
-        check!("k device", ["fa3.B-7"], |s| on_cuda(s, Arg::K, "fa3.B-7")),
-        check!("v device", ["fa3.B-8"], |s| on_cuda(s, Arg::V, "fa3.B-8")),
-        check!("page_table", ["fa3.B-10a", "fa3.B-10b"], |s| {
+        check!("q device", [FA3_B_6], |s| on_cuda(s, Arg::Q)),
+        check!("k device", [FA3_B_7], |s| on_cuda(s, Arg::K)),
+        check!("v device", [FA3_B_8], |s| on_cuda(s, Arg::V)),
+        check!("page_table", [FA3_B_10A, FA3_B_10B], |s| {
             if s.has(Arg::PageTable) {
-                on_cuda(s, Arg::PageTable, "fa3.B-10a")?;
-                dtype_is(s, Arg::PageTable, Dtype::Int32, "fa3.B-10b")?;
+                on_cuda(s, Arg::PageTable).at(FA3_B_10A)?;
+                dtype_is(s, Arg::PageTable, Dtype::Int32).at(FA3_B_10B)?;
             }
             Ok(())
         }),
         check!(
             "cu_seqlens_q",
-            ["fa3.B-11a", "fa3.B-11b", "fa3.B-11c", "fa3.B-11d"],
+            [FA3_B_11A, FA3_B_11B, FA3_B_11C, FA3_B_11D],
             |s| {
                 if s.has(Arg::CuSeqlensQ) {
-                    on_cuda(s, Arg::CuSeqlensQ, "fa3.B-11a")?;
-                    contiguous(s, Arg::CuSeqlensQ, "fa3.B-11b")?;
-                    dtype_is(s, Arg::CuSeqlensQ, Dtype::Int32, "fa3.B-11c")?;
-                    ensure(!s.py(Param::MaxSeqlenQ).is_none(), "fa3.B-11d")?;
+                    on_cuda(s, Arg::CuSeqlensQ).at(FA3_B_11A)?;
+                    contiguous(s, Arg::CuSeqlensQ).at(FA3_B_11B)?;
+                    dtype_is(s, Arg::CuSeqlensQ, Dtype::Int32).at(FA3_B_11C)?;
+                    ensure(!s.py(Param::MaxSeqlenQ).is_none()).at(FA3_B_11D)?;
                 }
                 Ok(())
             }
         ),
-        check!("derived sizes", ["aten.dim-range"], derive_sizes),
-        check!("batch sizes", ["fa3.B-13"], |s| {
+        check!("derived sizes", [ATEN_DIM_RANGE], derive_sizes),
+        check!("batch sizes", [FA3_B_13], |s| {
             let z = &s.sizes;
-            ensure(
-                s.has(Arg::KvBatchIdx) || z.batch_size == z.batch_size_k,
-                "fa3.B-13",
-            )
+            ensure(s.has(Arg::KvBatchIdx) || z.batch_size == z.batch_size_k)
         }),
-        check!("head size", ["fa3.B-14"], |s| ensure(
-            s.sizes.head_size <= MAX_HEADDIM,
-            "fa3.B-14"
+        check!("head size", [FA3_B_14], |s| ensure(
+            s.sizes.head_size <= MAX_HEADDIM
         )),
-        check!("heads divide", ["fa3.B-15"], |s| {
+        check!("heads divide", [FA3_B_15], |s| {
             let z = &s.sizes;
             if z.num_heads_k == 0 {
                 // Integer division by zero in C++: the process dies, nothing is raised.
-                s.hazard("H-CUDA-HEADS-K-ZERO", &[]);
+                s.hazard(H_CUDA_HEADS_K_ZERO, &[]);
                 return Ok(());
             }
-            ensure(z.num_heads % z.num_heads_k == 0, "fa3.B-15")
+            ensure(z.num_heads % z.num_heads_k == 0)
         }),
-        check!("different V head dim", ["fa3.B-16a", "fa3.B-16c"], |s| {
+        check!("different V head dim", [FA3_B_16A, FA3_B_16C], |s| {
             let (d, dv) = (s.sizes.head_size, s.sizes.head_size_v);
             if dv != d {
-                ensure(
-                    (d > 128 && d <= 192 && dv > 96 && dv <= 128) || (d <= 64 && dv <= 512),
-                    "fa3.B-16a",
-                )?;
+                ensure((d > 128 && d <= 192 && dv > 96 && dv <= 128) || (d <= 64 && dv <= 512))
+                    .at(FA3_B_16A)?;
                 // B.16b (`Only Hopper supports different V headdim`) passes on sm90.
                 if dv > 256 {
-                    ensure(
-                        matches!(q_dtype(s), Dtype::Float16 | Dtype::Bfloat16),
-                        "fa3.B-16c",
-                    )?;
+                    ensure(matches!(q_dtype(s), Dtype::Float16 | Dtype::Bfloat16)).at(FA3_B_16C)?;
                 }
             }
             Ok(())
         }),
-        check!("q shape", ["fa3.B-17a", "fa3.B-17b", "fa3.B-17c"], |s| {
+        check!("q shape", [FA3_B_17A, FA3_B_17B, FA3_B_17C], |s| {
             let z = s.sizes.clone();
             if s.has(Arg::CuSeqlensQ) {
-                shape(
-                    s,
-                    Arg::Q,
-                    &[z.total_q, z.num_heads, z.head_size],
-                    "fa3.B-17b",
-                )?;
-                shape(s, Arg::CuSeqlensQ, &[z.batch_size + 1], "fa3.B-17c")
+                shape(s, Arg::Q, &[z.total_q, z.num_heads, z.head_size]).at(FA3_B_17B)?;
+                shape(s, Arg::CuSeqlensQ, &[z.batch_size + 1]).at(FA3_B_17C)
             } else {
                 let expected = [z.batch_size, z.seqlen_q, z.num_heads, z.head_size];
-                shape(s, Arg::Q, &expected, "fa3.B-17a")
+                shape(s, Arg::Q, &expected).at(FA3_B_17A)
             }
         }),
         check!(
             "cache shapes",
-            [
-                "fa3.B-18a",
-                "fa3.B-18b",
-                "fa3.B-18c",
-                "fa3.B-18d",
-                "fa3.B-18e"
-            ],
+            [FA3_B_18A, FA3_B_18B, FA3_B_18C, FA3_B_18D, FA3_B_18E],
             |s| {
                 let z = s.sizes.clone();
                 if s.has(Arg::PageTable) {
                     let k = [z.num_pages, z.page_size, z.num_heads_k, z.head_size];
-                    shape(s, Arg::K, &k, "fa3.B-18c")?;
+                    shape(s, Arg::K, &k).at(FA3_B_18C)?;
                     let v = [z.num_pages, z.page_size, z.num_heads_k, z.head_size_v];
-                    shape(s, Arg::V, &v, "fa3.B-18d")?;
+                    shape(s, Arg::V, &v).at(FA3_B_18D)?;
                     let pt = [z.batch_size_k, z.max_num_pages_per_seq];
-                    shape(s, Arg::PageTable, &pt, "fa3.B-18e")
+                    shape(s, Arg::PageTable, &pt).at(FA3_B_18E)
                 } else {
                     let k = [z.batch_size_k, z.seqlen_k, z.num_heads_k, z.head_size];
-                    shape(s, Arg::K, &k, "fa3.B-18a")?;
+                    shape(s, Arg::K, &k).at(FA3_B_18A)?;
                     let v = [z.batch_size_k, z.seqlen_k, z.num_heads_k, z.head_size_v];
-                    shape(s, Arg::V, &v, "fa3.B-18b")
+                    shape(s, Arg::V, &v).at(FA3_B_18B)
                 }
             }
         ),
         check!(
             "seqused_k",
-            ["fa3.B-20a", "fa3.B-20b", "fa3.B-20c", "fa3.B-20d"],
+            [FA3_B_20A, FA3_B_20B, FA3_B_20C, FA3_B_20D],
             |s| per_batch_int32(
                 s,
                 Arg::SequsedK,
-                ["fa3.B-20a", "fa3.B-20b", "fa3.B-20c", "fa3.B-20d"]
+                [FA3_B_20A, FA3_B_20B, FA3_B_20C, FA3_B_20D]
             )
         ),
         check!(
             "leftpad_k",
-            ["fa3.B-21a", "fa3.B-21b", "fa3.B-21c", "fa3.B-21d"],
+            [FA3_B_21A, FA3_B_21B, FA3_B_21C, FA3_B_21D],
             |s| per_batch_int32(
                 s,
                 Arg::LeftpadK,
-                ["fa3.B-21a", "fa3.B-21b", "fa3.B-21c", "fa3.B-21d"]
+                [FA3_B_21A, FA3_B_21B, FA3_B_21C, FA3_B_21D]
             )
         ),
-        check!("head size alignment", ["fa3.B-23", "fa3.B-24"], |s| {
+        check!("head size alignment", [FA3_B_23, FA3_B_24], |s| {
             let alignment = if q_dtype(s) == Dtype::Float8E4m3fn {
                 16
             } else {
                 8
             };
-            let fail = |site| Err(Fail::with(site, [alignment.to_string()]));
+            let fail = |site| Err(Fail::with([alignment.to_string()]).at(site));
             if s.sizes.head_size % alignment != 0 {
-                return fail("fa3.B-23");
+                return fail(FA3_B_23);
             }
             if s.sizes.head_size_v % alignment != 0 {
-                return fail("fa3.B-24");
+                return fail(FA3_B_24);
             }
             Ok(())
         }),
         check!(
             "k_new",
             [
-                "fa3.B-27a",
-                "fa3.B-27b",
-                "fa3.B-27c",
-                "fa3.B-27d1",
-                "fa3.B-27d2",
-                "fa3.B-27d3",
-                "fa3.B-27e",
-                "fa3.B-27f",
-                "fa3.B-27g1",
-                "fa3.B-27g2",
-                "aten.dim-range",
-                "fa3.B-27i1",
-                "fa3.B-27i2",
-                "fa3.B-27i3",
-                "fa3.B-27i4",
-                "fa3.B-27i5"
+                FA3_B_27A,
+                FA3_B_27B,
+                FA3_B_27C,
+                FA3_B_27D1,
+                FA3_B_27D2,
+                FA3_B_27D3,
+                FA3_B_27E,
+                FA3_B_27F,
+                FA3_B_27G1,
+                FA3_B_27G2,
+                ATEN_DIM_RANGE,
+                FA3_B_27I1,
+                FA3_B_27I2,
+                FA3_B_27I3,
+                FA3_B_27I4,
+                FA3_B_27I5
             ],
             check_k_new
         ),
@@ -288,87 +263,83 @@ pub static MHA_FWD: Layer<CudaState> = Layer {
         }),
         check!(
             "scheduler_metadata",
-            ["fa3.B-28a", "fa3.B-28b", "fa3.B-28c", "fa3.B-28d"],
+            [FA3_B_28A, FA3_B_28B, FA3_B_28C, FA3_B_28D],
             |s| {
                 if !s.has(Arg::SchedulerMetadata) {
                     return Ok(());
                 }
                 if !s.resolution.metadata_needed {
-                    s.hazard("H-CUDA-SCHEDULER-METADATA-IGNORED", &[]);
+                    s.hazard(H_CUDA_SCHEDULER_METADATA_IGNORED, &[]);
                     return Ok(());
                 }
-                on_cuda(s, Arg::SchedulerMetadata, "fa3.B-28a")?;
+                on_cuda(s, Arg::SchedulerMetadata).at(FA3_B_28A)?;
                 let size = s.resolution.metadata_size;
-                shape(s, Arg::SchedulerMetadata, &[size], "fa3.B-28b")?;
-                contiguous(s, Arg::SchedulerMetadata, "fa3.B-28c")?;
-                dtype_is(s, Arg::SchedulerMetadata, Dtype::Int32, "fa3.B-28d")
+                shape(s, Arg::SchedulerMetadata, &[size]).at(FA3_B_28B)?;
+                contiguous(s, Arg::SchedulerMetadata).at(FA3_B_28C)?;
+                dtype_is(s, Arg::SchedulerMetadata, Dtype::Int32).at(FA3_B_28D)
             }
         ),
         check!(
             "q_v",
             [
-                "fa3.B-29a",
-                "fa3.B-29b",
-                "fa3.B-29c",
-                "fa3.B-29e",
-                "fa3.B-29f",
-                "aten.dim-no-dims",
-                "fa3.B-29g",
-                "fa3.B-29h1",
-                "fa3.B-29h2"
+                FA3_B_29A,
+                FA3_B_29B,
+                FA3_B_29C,
+                FA3_B_29E,
+                FA3_B_29F,
+                ATEN_DIM_NO_DIMS,
+                FA3_B_29G,
+                FA3_B_29H1,
+                FA3_B_29H2
             ],
             check_q_v
         ),
         check!(
             "rotary",
             [
-                "fa3.B-30a",
-                "fa3.B-30b1",
-                "fa3.B-30b2",
-                "aten.dim-range",
-                "fa3.B-30c",
-                "fa3.B-30d",
-                "fa3.B-30e",
-                "fa3.B-30f",
-                "fa3.B-30g",
-                "fa3.B-30h",
-                "fa3.B-30i1",
-                "fa3.B-30i2",
-                "fa3.B-30j",
-                "fa3.B-30k",
-                "fa3.B-30l1",
-                "fa3.B-30l2",
-                "fa3.B-30l3",
-                "fa3.B-30l4"
+                FA3_B_30A,
+                FA3_B_30B1,
+                FA3_B_30B2,
+                ATEN_DIM_RANGE,
+                FA3_B_30C,
+                FA3_B_30D,
+                FA3_B_30E,
+                FA3_B_30F,
+                FA3_B_30G,
+                FA3_B_30H,
+                FA3_B_30I1,
+                FA3_B_30I2,
+                FA3_B_30J,
+                FA3_B_30K,
+                FA3_B_30L1,
+                FA3_B_30L2,
+                FA3_B_30L3,
+                FA3_B_30L4
             ],
             check_rotary
         ),
-        check!(
-            "kv_batch_idx",
-            ["fa3.B-31a", "fa3.B-31b", "fa3.B-31c"],
-            |s| {
-                if s.has(Arg::KvBatchIdx) {
-                    on_cuda(s, Arg::KvBatchIdx, "fa3.B-31a")?;
-                    contiguous(s, Arg::KvBatchIdx, "fa3.B-31b")?;
-                    dtype_is(s, Arg::KvBatchIdx, Dtype::Int32, "fa3.B-31c")?;
-                }
-                Ok(())
+        check!("kv_batch_idx", [FA3_B_31A, FA3_B_31B, FA3_B_31C], |s| {
+            if s.has(Arg::KvBatchIdx) {
+                on_cuda(s, Arg::KvBatchIdx).at(FA3_B_31A)?;
+                contiguous(s, Arg::KvBatchIdx).at(FA3_B_31B)?;
+                dtype_is(s, Arg::KvBatchIdx, Dtype::Int32).at(FA3_B_31C)?;
             }
-        ),
-        check!("num_splits", ["fa3.B-32"], |s| {
+            Ok(())
+        }),
+        check!("num_splits", [FA3_B_32], |s| {
             let n = s.resolution.num_splits;
-            ensure(n <= 256, "fa3.B-32")
+            ensure(n <= 256)
         }),
         check!(
             "fp8 descales",
             [
-                "fa3.B-33a",
-                "fa3.B-33b",
-                "aten.scalar-type",
-                "fa3.B-33c",
-                "fa3.B-33d",
-                "fa3.B-33e",
-                "fa3.B-33f"
+                FA3_B_33A,
+                FA3_B_33B,
+                ATEN_SCALAR_TYPE,
+                FA3_B_33C,
+                FA3_B_33D,
+                FA3_B_33E,
+                FA3_B_33F
             ],
             check_descales
         ),
@@ -380,14 +351,14 @@ pub static SINKS: Layer<CudaState> = Layer {
     name: "mha_fwd sinks (sgl-flash-attn)",
     checks: &[check!(
         "sinks",
-        ["sgl.E3-29a", "sgl.E3-29b", "sgl.E3-29c", "sgl.E3-29d"],
+        [SGL_E3_29A, SGL_E3_29B, SGL_E3_29C, SGL_E3_29D],
         |s| {
             if s.has(Arg::Sinks) {
-                dtype_is(s, Arg::Sinks, Dtype::Bfloat16, "sgl.E3-29a")?;
-                on_cuda(s, Arg::Sinks, "sgl.E3-29b")?;
+                dtype_is(s, Arg::Sinks, Dtype::Bfloat16).at(SGL_E3_29A)?;
+                on_cuda(s, Arg::Sinks).at(SGL_E3_29B)?;
                 let heads = s.sizes.num_heads;
-                shape(s, Arg::Sinks, &[heads], "sgl.E3-29c")?;
-                contiguous(s, Arg::Sinks, "sgl.E3-29d")?;
+                shape(s, Arg::Sinks, &[heads]).at(SGL_E3_29C)?;
+                contiguous(s, Arg::Sinks).at(SGL_E3_29D)?;
             }
             Ok(())
         }
@@ -397,13 +368,13 @@ pub static SINKS: Layer<CudaState> = Layer {
 /// The launch: `run_mha_fwd`'s `params.num_splits >= 1`, then the empty-KV fast path.
 pub static LAUNCH: Layer<CudaState> = Layer {
     name: "mha_fwd launch",
-    checks: &[check!("run_mha_fwd", ["fa3.B-35"], |s| {
+    checks: &[check!("run_mha_fwd", [FA3_B_35], |s| {
         let z = &s.sizes;
         if z.total_q > 0 && z.total_k + z.total_k_new > 0 && z.num_heads_k > 0 {
-            ensure(s.resolution.num_splits >= 1, "fa3.B-35")
+            ensure(s.resolution.num_splits >= 1)
         } else {
             if z.total_q > 0 && z.num_heads_k > 0 {
-                s.hazard("H-CUDA-EMPTY-KV", &[]);
+                s.hazard(H_CUDA_EMPTY_KV, &[]);
             }
             Ok(())
         }
@@ -451,67 +422,57 @@ fn derive_sizes(s: &mut CudaState) -> Result<(), Fail> {
 }
 
 /// `seqused_k` / `leftpad_k`: dtype first, then device, contiguity, shape (B.20, B.21).
-fn per_batch_int32(s: &mut CudaState, arg: Arg, sites: [&'static str; 4]) -> Result<(), Fail> {
+fn per_batch_int32(s: &mut CudaState, arg: Arg, sites: [&'static Site; 4]) -> Result<(), Fail> {
     if !s.has(arg) {
         return Ok(());
     }
-    dtype_is(s, arg, Dtype::Int32, sites[0])?;
-    on_cuda(s, arg, sites[1])?;
-    contiguous(s, arg, sites[2])?;
+    dtype_is(s, arg, Dtype::Int32).at(sites[0])?;
+    on_cuda(s, arg).at(sites[1])?;
+    contiguous(s, arg).at(sites[2])?;
     let b = s.sizes.batch_size;
-    shape(s, arg, &[b], sites[3])
+    shape(s, arg, &[b]).at(sites[3])
 }
 
 fn check_k_new(s: &mut CudaState) -> Result<(), Fail> {
     if !s.has(Arg::KNew) {
         if s.has(Arg::VNew) {
-            s.hazard("H-CUDA-V-WITHOUT-K", &[]);
+            s.hazard(H_CUDA_V_WITHOUT_K, &[]);
         }
         if s.has(Arg::CuSeqlensKNew) {
-            s.hazard("H-CUDA-CU-SEQLENS-K-NEW-WITHOUT-K", &[]);
+            s.hazard(H_CUDA_CU_SEQLENS_K_NEW_WITHOUT_K, &[]);
         }
         return Ok(());
     }
-    ensure(s.has(Arg::VNew), "fa3.B-27a")?;
-    ensure(s.has(Arg::SequsedK), "fa3.B-27b")?;
-    ensure(s.sizes.seqlen_q <= s.sizes.seqlen_k, "fa3.B-27c")?;
+    ensure(s.has(Arg::VNew)).at(FA3_B_27A)?;
+    ensure(s.has(Arg::SequsedK)).at(FA3_B_27B)?;
+    ensure(s.sizes.seqlen_q <= s.sizes.seqlen_k).at(FA3_B_27C)?;
     let varlen_new = s.has(Arg::CuSeqlensKNew);
     if varlen_new {
-        on_cuda(s, Arg::CuSeqlensKNew, "fa3.B-27d1")?;
-        contiguous(s, Arg::CuSeqlensKNew, "fa3.B-27d2")?;
-        dtype_is(s, Arg::CuSeqlensKNew, Dtype::Int32, "fa3.B-27d3")?;
+        on_cuda(s, Arg::CuSeqlensKNew).at(FA3_B_27D1)?;
+        contiguous(s, Arg::CuSeqlensKNew).at(FA3_B_27D2)?;
+        dtype_is(s, Arg::CuSeqlensKNew, Dtype::Int32).at(FA3_B_27D3)?;
     }
     let q_type = q_dtype(s);
-    dtype_is(s, Arg::KNew, q_type, "fa3.B-27e")?;
-    dtype_is(s, Arg::VNew, q_type, "fa3.B-27f")?;
-    on_cuda(s, Arg::KNew, "fa3.B-27g1")?;
-    on_cuda(s, Arg::VNew, "fa3.B-27g2")?;
+    dtype_is(s, Arg::KNew, q_type).at(FA3_B_27E)?;
+    dtype_is(s, Arg::VNew, q_type).at(FA3_B_27F)?;
+    on_cuda(s, Arg::KNew).at(FA3_B_27G1)?;
+    on_cuda(s, Arg::VNew).at(FA3_B_27G2)?;
     // B.27h (last-dimension strides) cannot fail: both wrappers made k/v contiguous.
     let z = s.sizes.clone();
     if varlen_new {
         let total = s.size(Arg::KNew, 0)?;
         s.sizes.total_k_new = total;
-        shape(
-            s,
-            Arg::KNew,
-            &[total, z.num_heads_k, z.head_size],
-            "fa3.B-27i3",
-        )?;
-        shape(
-            s,
-            Arg::VNew,
-            &[total, z.num_heads_k, z.head_size_v],
-            "fa3.B-27i4",
-        )?;
-        shape(s, Arg::CuSeqlensKNew, &[z.batch_size + 1], "fa3.B-27i5")
+        shape(s, Arg::KNew, &[total, z.num_heads_k, z.head_size]).at(FA3_B_27I3)?;
+        shape(s, Arg::VNew, &[total, z.num_heads_k, z.head_size_v]).at(FA3_B_27I4)?;
+        shape(s, Arg::CuSeqlensKNew, &[z.batch_size + 1]).at(FA3_B_27I5)
     } else {
         let seqlen_new = s.size(Arg::KNew, 1)?;
         s.sizes.seqlen_k_new = seqlen_new;
         s.sizes.total_k_new = z.batch_size * seqlen_new;
         let k = [z.batch_size, seqlen_new, z.num_heads_k, z.head_size];
-        shape(s, Arg::KNew, &k, "fa3.B-27i1")?;
+        shape(s, Arg::KNew, &k).at(FA3_B_27I1)?;
         let v = [z.batch_size, seqlen_new, z.num_heads_k, z.head_size_v];
-        shape(s, Arg::VNew, &v, "fa3.B-27i2")
+        shape(s, Arg::VNew, &v).at(FA3_B_27I2)
     }
 }
 
@@ -520,75 +481,72 @@ fn check_q_v(s: &mut CudaState) -> Result<(), Fail> {
         return Ok(());
     }
     let z = s.sizes.clone();
-    ensure(z.head_size <= 64, "fa3.B-29a")?;
-    ensure(z.head_size_v >= 256, "fa3.B-29b")?;
+    ensure(z.head_size <= 64).at(FA3_B_29A)?;
+    ensure(z.head_size_v >= 256).at(FA3_B_29B)?;
     let q_type = q_dtype(s);
-    ensure(
-        matches!(q_type, Dtype::Float16 | Dtype::Bfloat16),
-        "fa3.B-29c",
-    )?;
+    ensure(matches!(q_type, Dtype::Float16 | Dtype::Bfloat16)).at(FA3_B_29C)?;
     // B.29d (`params.arch == 90`) passes on sm90.
-    dtype_is(s, Arg::QV, q_type, "fa3.B-29e")?;
-    on_cuda(s, Arg::QV, "fa3.B-29f")?;
+    dtype_is(s, Arg::QV, q_type).at(FA3_B_29E)?;
+    on_cuda(s, Arg::QV).at(FA3_B_29F)?;
     // q_v is not passed through maybe_contiguous by either wrapper.
-    ensure(s.stride_last(Arg::QV)? == 1, "fa3.B-29g")?;
+    ensure(s.stride_last(Arg::QV)? == 1).at(FA3_B_29G)?;
     if s.has(Arg::CuSeqlensQ) {
         let expected = [z.total_q, z.num_heads, z.head_size_v];
-        shape(s, Arg::QV, &expected, "fa3.B-29h2")
+        shape(s, Arg::QV, &expected).at(FA3_B_29H2)
     } else {
         let expected = [z.batch_size, z.seqlen_q, z.num_heads, z.head_size_v];
-        shape(s, Arg::QV, &expected, "fa3.B-29h1")
+        shape(s, Arg::QV, &expected).at(FA3_B_29H1)
     }
 }
 
 fn check_rotary(s: &mut CudaState) -> Result<(), Fail> {
     if !s.has(Arg::RotaryCos) {
         if s.has(Arg::RotarySin) {
-            s.hazard("H-CUDA-ROTARY-IGNORED", &["rotary_sin"]);
+            s.hazard(H_CUDA_ROTARY_IGNORED, &["rotary_sin"]);
         }
         if s.has(Arg::SeqlensRotary) {
-            s.hazard("H-CUDA-ROTARY-IGNORED", &["rotary_seqlens"]);
+            s.hazard(H_CUDA_ROTARY_IGNORED, &["rotary_seqlens"]);
         }
         return Ok(());
     }
-    ensure(s.has(Arg::KNew), "fa3.B-30a")?;
-    on_cuda(s, Arg::RotaryCos, "fa3.B-30b1")?;
-    contiguous(s, Arg::RotaryCos, "fa3.B-30b2")?;
+    ensure(s.has(Arg::KNew)).at(FA3_B_30A)?;
+    on_cuda(s, Arg::RotaryCos).at(FA3_B_30B1)?;
+    contiguous(s, Arg::RotaryCos).at(FA3_B_30B2)?;
     let rotary_dim = as_c_int(s.size(Arg::RotaryCos, 1)? * 2);
-    ensure(rotary_dim <= s.sizes.head_size, "fa3.B-30c")?;
-    ensure(rotary_dim % 16 == 0, "fa3.B-30d")?;
+    ensure(rotary_dim <= s.sizes.head_size).at(FA3_B_30C)?;
+    ensure(rotary_dim % 16 == 0).at(FA3_B_30D)?;
     let seqlen_ro = s.size(Arg::RotaryCos, 0)?;
     if s.has(Arg::PageTable) {
-        ensure(seqlen_ro >= s.sizes.seqlen_k, "fa3.B-30e")?;
+        ensure(seqlen_ro >= s.sizes.seqlen_k).at(FA3_B_30E)?;
     }
-    shape(s, Arg::RotaryCos, &[seqlen_ro, rotary_dim / 2], "fa3.B-30f")?;
+    shape(s, Arg::RotaryCos, &[seqlen_ro, rotary_dim / 2]).at(FA3_B_30F)?;
     let q_type = q_dtype(s);
-    dtype_is(s, Arg::RotaryCos, q_type, "fa3.B-30g")?;
-    ensure(s.has(Arg::RotarySin), "fa3.B-30h")?;
-    on_cuda(s, Arg::RotarySin, "fa3.B-30i1")?;
-    contiguous(s, Arg::RotarySin, "fa3.B-30i2")?;
-    shape(s, Arg::RotarySin, &[seqlen_ro, rotary_dim / 2], "fa3.B-30j")?;
-    dtype_is(s, Arg::RotarySin, q_type, "fa3.B-30k")?;
+    dtype_is(s, Arg::RotaryCos, q_type).at(FA3_B_30G)?;
+    ensure(s.has(Arg::RotarySin)).at(FA3_B_30H)?;
+    on_cuda(s, Arg::RotarySin).at(FA3_B_30I1)?;
+    contiguous(s, Arg::RotarySin).at(FA3_B_30I2)?;
+    shape(s, Arg::RotarySin, &[seqlen_ro, rotary_dim / 2]).at(FA3_B_30J)?;
+    dtype_is(s, Arg::RotarySin, q_type).at(FA3_B_30K)?;
     if s.has(Arg::SeqlensRotary) {
-        on_cuda(s, Arg::SeqlensRotary, "fa3.B-30l1")?;
-        contiguous(s, Arg::SeqlensRotary, "fa3.B-30l2")?;
-        dtype_is(s, Arg::SeqlensRotary, Dtype::Int32, "fa3.B-30l3")?;
+        on_cuda(s, Arg::SeqlensRotary).at(FA3_B_30L1)?;
+        contiguous(s, Arg::SeqlensRotary).at(FA3_B_30L2)?;
+        dtype_is(s, Arg::SeqlensRotary, Dtype::Int32).at(FA3_B_30L3)?;
         let b = s.sizes.batch_size;
-        shape(s, Arg::SeqlensRotary, &[b], "fa3.B-30l4")?;
+        shape(s, Arg::SeqlensRotary, &[b]).at(FA3_B_30L4)?;
     }
     Ok(())
 }
 
 fn check_descales(s: &mut CudaState) -> Result<(), Fail> {
     let descales = [
-        (Arg::QDescale, "fa3.B-33a", "fa3.B-33b"),
-        (Arg::KDescale, "fa3.B-33c", "fa3.B-33d"),
-        (Arg::VDescale, "fa3.B-33e", "fa3.B-33f"),
+        (Arg::QDescale, FA3_B_33A, FA3_B_33B),
+        (Arg::KDescale, FA3_B_33C, FA3_B_33D),
+        (Arg::VDescale, FA3_B_33E, FA3_B_33F),
     ];
     if q_dtype(s) != Dtype::Float8E4m3fn {
         for (arg, _, _) in descales {
             if s.has(arg) {
-                s.hazard("H-CUDA-DESCALE-IGNORED", &[arg.python().name()]);
+                s.hazard(H_CUDA_DESCALE_IGNORED, &[arg.python().name()]);
             }
         }
         return Ok(());
@@ -598,15 +556,15 @@ fn check_descales(s: &mut CudaState) -> Result<(), Fail> {
         if !s.has(arg) {
             continue;
         }
-        on_cuda(s, arg, device_site)?;
-        shape(s, arg, &expected, shape_site)?;
+        on_cuda(s, arg).at(device_site)?;
+        shape(s, arg, &expected).at(shape_site)?;
         // `data_ptr<float>()`: an implicit dtype check of the legacy build only (cuda-fa3.md 0.6).
         let dtype = s.required(arg).dtype;
         if s.flavour == Flavour::Legacy && dtype != Dtype::Float32 {
-            return Err(Fail::with(
-                "aten.scalar-type",
-                ["Float".to_string(), dtype.aten_name().to_string()],
-            ));
+            return Err(
+                Fail::with(["Float".to_string(), dtype.aten_name().to_string()])
+                    .at(ATEN_SCALAR_TYPE),
+            );
         }
     }
     Ok(())
@@ -651,7 +609,7 @@ fn resolve(s: &mut CudaState) {
     }
     let softcap = op_float(s.py(Param::Softcap));
     if softcap < 0.0 {
-        s.hazard("H-CUDA-SOFTCAP-NEGATIVE", &[]);
+        s.hazard(H_CUDA_SOFTCAP_NEGATIVE, &[]);
     }
     let is_varlen = s.has(Arg::CuSeqlensQ) || s.has(Arg::SequsedK) || s.has(Arg::LeftpadK);
     let elt = if q_dtype(s) == Dtype::Float8E4m3fn {

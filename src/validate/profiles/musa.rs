@@ -17,6 +17,7 @@ use crate::call::{
 use crate::mate::KernelConfig;
 use crate::mate::python::{PyNum, PythonMask};
 use crate::validate::engine::{Fail, HazardLog, Layer, reject, run_layers, sites_of};
+use crate::validate::registry::musa::*;
 use crate::validate::{Exception, Hazard, Outcome, Profile, Rejection, Resolved, Verdict};
 use std::sync::OnceLock;
 
@@ -109,19 +110,15 @@ pub(super) fn int32_vector(len: usize, device: Option<Device>) -> TensorArg {
     }
 }
 
-/// Fails with `site` when `cond` holds (an `assert not cond` with a fixed message).
-pub(super) fn fail_if(cond: bool, site: &'static str) -> Result<(), Fail> {
-    if cond { Err(Fail::new(site)) } else { Ok(()) }
+/// Fails when `cond` holds (an `assert not cond` with a fixed message).
+pub(super) fn fail_if(cond: bool) -> Result<(), Fail> {
+    if cond { Err(Fail::new()) } else { Ok(()) }
 }
 
 /// The `musa` profile.
 pub struct MusaProfile;
 
 pub static MUSA: MusaProfile = MusaProfile;
-
-/// Binding to the wrapper's signature comes first; it is not a check on the state because the state
-/// is built from the bound arguments.
-const BIND_SITE: &str = "musa.W-0";
 
 /// Every layer of the stack, in source order (the order [`MusaProfile::validate`] runs them).
 fn all_layers() -> [&'static Layer<MusaState>; 10] {
@@ -176,6 +173,8 @@ impl Profile for MusaProfile {
     }
 
     fn validate(&self, call: &KvCacheCall) -> Verdict {
+        // Binding to the wrapper's signature comes first; it is not a check on the state because
+        // the state is built from the bound arguments.
         let args = match signature::bind(&signature::SGLANG_MUSA, call) {
             Ok(args) => args,
             Err(message) => {
@@ -185,7 +184,7 @@ impl Profile for MusaProfile {
                     .to_string();
                 return Verdict {
                     profile: self.name(),
-                    outcome: Outcome::Rejected(reject(Fail::with(BIND_SITE, [detail]))),
+                    outcome: Outcome::Rejected(reject(W_0, &[detail])),
                     hazards: Vec::new(),
                 };
             }
@@ -217,7 +216,7 @@ impl Profile for MusaProfile {
             Ok(()) => Outcome::Accepted(Box::new(resolved(&state))),
             Err(rejection) => {
                 if rejection.exception == Exception::AssertionError {
-                    state.hazard("H-MUSA-ASSERTION-ERROR", &[]);
+                    state.hazard(H_MUSA_ASSERTION_ERROR, &[]);
                 }
                 Outcome::Rejected(rejection)
             }
@@ -232,7 +231,7 @@ impl Profile for MusaProfile {
     fn sites(&self) -> &'static [&'static str] {
         static SITES: OnceLock<Vec<&'static str>> = OnceLock::new();
         SITES.get_or_init(|| {
-            let mut sites = vec![BIND_SITE];
+            let mut sites = vec![W_0.id];
             sites.extend(sites_of(&all_layers()));
             sites
         })

@@ -10,7 +10,9 @@ use super::musa_sglang::{
 use crate::call::{Dtype, LseLayout, Param, PyValue, TensorArg};
 use crate::mate;
 use crate::mate::python::{self, NumKind, PyNum};
-use crate::validate::engine::{Check, Fail, HazardLog, Layer};
+use crate::validate::engine::{At, Check, Fail, HazardLog, Layer};
+use crate::validate::registry::Site;
+use crate::validate::registry::musa::*;
 use crate::validate::{Resolved, py};
 
 pub static MHA_INTERFACE: Layer<MusaState> = Layer {
@@ -18,25 +20,13 @@ pub static MHA_INTERFACE: Layer<MusaState> = Layer {
     checks: &[
         Check {
             name: "k_cache contiguous last dim",
-            sites: &["musa.K-1.attr", "musa.K-1.index", "musa.K-1"],
-            run: |s| {
-                last_dim_contiguous(
-                    s,
-                    Param::KCache,
-                    ["musa.K-1.attr", "musa.K-1.index", "musa.K-1"],
-                )
-            },
+            sites: &[K_1_ATTR, K_1_INDEX, K_1],
+            run: |s| last_dim_contiguous(s, Param::KCache, [K_1_ATTR, K_1_INDEX, K_1]),
         },
         Check {
             name: "v_cache contiguous last dim",
-            sites: &["musa.K-2.attr", "musa.K-2.index", "musa.K-2"],
-            run: |s| {
-                last_dim_contiguous(
-                    s,
-                    Param::VCache,
-                    ["musa.K-2.attr", "musa.K-2.index", "musa.K-2"],
-                )
-            },
+            sites: &[K_2_ATTR, K_2_INDEX, K_2],
+            run: |s| last_dim_contiguous(s, Param::VCache, [K_2_ATTR, K_2_INDEX, K_2]),
         },
         Check {
             name: "None defaults",
@@ -45,17 +35,17 @@ pub static MHA_INTERFACE: Layer<MusaState> = Layer {
         },
         Check {
             name: "softmax_scale default",
-            sites: &["musa.K-3.attr", "musa.K-3.index", "musa.K-3.zero-power"],
+            sites: &[K_3_ATTR, K_3_INDEX, K_3_ZERO_POWER],
             run: k3_softmax_scale,
         },
         Check {
             name: "int cache_seqlens",
-            sites: &["musa.K-4.overflow"],
+            sites: &[K_4_OVERFLOW],
             run: k4_int_cache_seqlens,
         },
         Check {
             name: "MLA routing",
-            sites: &["musa.K-5.attr", "musa.K-5.index"],
+            sites: &[K_5_ATTR, K_5_INDEX],
             run: k5_route,
         },
     ],
@@ -66,65 +56,52 @@ pub static MLA_BRANCH: Layer<MusaState> = Layer {
     checks: &[
         Check {
             name: "use_flash_mla_asm",
-            sites: &["musa.MLA-1.index"],
+            sites: &[MLA_1_INDEX],
             run: |s| {
                 let qv = s.tensor(Param::Qv).expect("routed by qv's shape");
-                py::shape_at(qv, -2, "musa.MLA-1.index").map(|_| ())
+                py::shape_at(qv, -2).map(|_| ())
             },
         },
         Check {
             name: "tvm-ffi argument conversion",
-            sites: &[
-                "musa.MLA-2.seqlens_k",
-                "musa.MLA-2.block_table",
-                "musa.MLA-2.is_inited",
-            ],
+            sites: &[MLA_2_SEQLENS_K, MLA_2_BLOCK_TABLE, MLA_2_IS_INITED],
             run: mla_arguments,
         },
         Check {
             name: "max_seqlen_q.value()",
-            sites: &["musa.MLA-3"],
-            run: |s| {
-                fail_if(
-                    s.given(Param::CuSeqlensQ) && !s.given(Param::MaxSeqlenQ),
-                    "musa.MLA-3",
-                )
-            },
+            sites: &[MLA_3],
+            run: |s| fail_if(s.given(Param::CuSeqlensQ) && !s.given(Param::MaxSeqlenQ)),
         },
         Check {
             name: "workspace",
-            sites: &["musa.MLA-4"],
+            sites: &[MLA_4],
             run: |s| {
                 let none = !s.given(Param::SchedulerMetadata) && s.injection == Injection::Off;
-                fail_if(none, "musa.MLA-4")
+                fail_if(none)
             },
         },
         Check {
             name: "get_mla_decoding_metadata_impl",
-            sites: &[
-                "musa.MLA-5.device",
-                "musa.MLA-5.contiguous",
-                "musa.MLA-5.dtype",
-            ],
+            sites: &[MLA_5_DEVICE, MLA_5_CONTIGUOUS, MLA_5_DTYPE],
             run: mla_metadata,
         },
         Check {
             name: "MLA kernel inputs",
             sites: &[
-                "musa.MLA-6.device",
-                "musa.MLA-6.dtype",
-                "musa.MLA-6.same-dtype",
-                "musa.MLA-6.contiguous",
-                "musa.MLA-6.int32",
-                "musa.MLA-6.block-table-stride",
-                "musa.MLA-6.rank",
-                "musa.MLA-6.shape",
-                "musa.MLA-6.page-size",
-                "musa.MLA-7.dim",
-                "musa.MLA-7.same-dtype",
-                "musa.MLA-7.dtype",
-                "musa.MLA-7.headdim-v",
-                "musa.MLA-7.heads",
+                MLA_6_DEVICE,
+                MLA_6_DTYPE,
+                MLA_6_SAME_DTYPE,
+                MLA_6_CONTIGUOUS,
+                MLA_6_INT32,
+                MLA_6_BLOCK_TABLE_STRIDE,
+                MLA_6_RANK,
+                MLA_6_SHAPE,
+                MLA_6_PAGE_SIZE,
+                MLA_7_DIM,
+                MLA_7_SAME_DTYPE,
+                MLA_7_DTYPE,
+                MLA_7_HEADDIM_V,
+                MLA_7_HEADS,
             ],
             run: mla_kernel,
         },
@@ -155,12 +132,9 @@ fn mla_is_inited(s: &MusaState) -> Option<bool> {
 
 /// tvm-ffi converts every argument before the body runs: non-optional tensors, then `bool is_inited`.
 fn mla_arguments(s: &mut MusaState) -> Result<(), Fail> {
-    fail_if(s.seqused_k.as_tensor().is_none(), "musa.MLA-2.seqlens_k")?;
-    fail_if(
-        s.tensor(Param::PageTable).is_none(),
-        "musa.MLA-2.block_table",
-    )?;
-    fail_if(mla_is_inited(s).is_none(), "musa.MLA-2.is_inited")
+    fail_if(s.seqused_k.as_tensor().is_none()).at(MLA_2_SEQLENS_K)?;
+    fail_if(s.tensor(Param::PageTable).is_none()).at(MLA_2_BLOCK_TABLE)?;
+    fail_if(mla_is_inited(s).is_none()).at(MLA_2_IS_INITED)
 }
 
 fn mla_metadata(s: &mut MusaState) -> Result<(), Fail> {
@@ -168,13 +142,10 @@ fn mla_metadata(s: &mut MusaState) -> Result<(), Fail> {
         return Ok(());
     }
     let seqlens = s.seqused_k.as_tensor().expect("converted");
-    fail_if(!is_musa(seqlens), "musa.MLA-5.device")?;
-    fail_if(!seqlens.is_contiguous(), "musa.MLA-5.contiguous")?;
+    fail_if(!is_musa(seqlens)).at(MLA_5_DEVICE)?;
+    fail_if(!seqlens.is_contiguous()).at(MLA_5_CONTIGUOUS)?;
     if seqlens.dtype != Dtype::Int32 {
-        return Err(Fail::with(
-            "musa.MLA-5.dtype",
-            [seqlens.dtype.torch_name().to_string()],
-        ));
+        return Err(Fail::with([seqlens.dtype.torch_name().to_string()]).at(MLA_5_DTYPE));
     }
     Ok(())
 }
@@ -205,36 +176,25 @@ fn mla_kernel(s: &mut MusaState) -> Result<(), Fail> {
         ("block_table", page_table),
     ];
     if let Some((name, _)) = inputs.iter().find(|(_, t)| !is_musa(t)) {
-        return Err(Fail::with(
-            "musa.MLA-6.device",
-            [name.to_string(), name.to_string()],
-        ));
+        return Err(Fail::with([name.to_string(), name.to_string()]).at(MLA_6_DEVICE));
     }
     let fp16_or_bf16 = matches!(qv.dtype, Dtype::Float16 | Dtype::Bfloat16);
     let same_dtype = [q, ckv, kpe].iter().all(|t| t.dtype == qv.dtype);
     let contiguous = |name: &str, t: &TensorArg| -> Result<(), Fail> {
-        fail_if_with(!t.is_contiguous(), "musa.MLA-6.contiguous", [name, name])
+        fail_if_with(!t.is_contiguous(), [name, name]).at(MLA_6_CONTIGUOUS)
     };
     let int32 = |name: &str, t: &TensorArg| -> Result<(), Fail> {
         let dtype = t.dtype.torch_name();
-        fail_if_with(
-            t.dtype != Dtype::Int32,
-            "musa.MLA-6.int32",
-            [name, dtype, name],
-        )
+        fail_if_with(t.dtype != Dtype::Int32, [name, dtype, name]).at(MLA_6_INT32)
     };
     let dim = |name: &str, t: &TensorArg, want: usize| -> Result<(), Fail> {
         let (got, want) = (t.ndim().to_string(), want.to_string());
-        fail_if_with(
-            got != want,
-            "musa.MLA-7.dim",
-            [name, &want, &got, &want, name, &want],
-        )
+        fail_if_with(got != want, [name, &want, &got, &want, name, &want]).at(MLA_7_DIM)
     };
     // Both kernels check cu_seqlens_q the same way, once they reach it.
     let cu_seqlens_q = |cu: &TensorArg| -> Result<(), Fail> {
         let name = "cu_seqlens_q.value()";
-        fail_if_with(!is_musa(cu), "musa.MLA-6.device", [name, name])?;
+        fail_if_with(!is_musa(cu), [name, name]).at(MLA_6_DEVICE)?;
         contiguous(name, cu)?;
         int32(name, cu)
     };
@@ -253,27 +213,23 @@ fn mla_kernel(s: &mut MusaState) -> Result<(), Fail> {
         if let Some(cu) = cu {
             cu_seqlens_q(cu)?;
         }
-        fail_if(!same_dtype, "musa.MLA-7.same-dtype")?;
-        fail_if(!fp16_or_bf16, "musa.MLA-7.dtype")?;
+        fail_if(!same_dtype).at(MLA_7_SAME_DTYPE)?;
+        fail_if(!fp16_or_bf16).at(MLA_7_DTYPE)?;
         let headdim_v = ckv.size(-1).unwrap_or(0).to_string();
-        fail_if_with(
-            headdim_v != "512",
-            "musa.MLA-7.headdim-v",
-            [headdim_v.as_str()],
-        )?;
+        fail_if_with(headdim_v != "512", [headdim_v.as_str()]).at(MLA_7_HEADDIM_V)?;
         let (nope_heads, pe_heads) = (qv.size(-2).unwrap_or(0), q.size(-2).unwrap_or(0));
         fail_if_with(
             nope_heads != pe_heads,
-            "musa.MLA-7.heads",
             [
                 nope_heads.to_string().as_str(),
                 pe_heads.to_string().as_str(),
             ],
-        )?;
+        )
+        .at(MLA_7_HEADS)?;
         return mla_shapes(s, true);
     }
-    fail_if(!fp16_or_bf16, "musa.MLA-6.dtype")?;
-    fail_if(!same_dtype, "musa.MLA-6.same-dtype")?;
+    fail_if(!fp16_or_bf16).at(MLA_6_DTYPE)?;
+    fail_if(!same_dtype).at(MLA_6_SAME_DTYPE)?;
     contiguous("seqlens_k", seqlens)?;
     int32("seqlens_k", seqlens)?;
     int32("block_table", page_table)?;
@@ -284,19 +240,15 @@ fn mla_kernel(s: &mut MusaState) -> Result<(), Fail> {
     mla_shapes(s, false)?;
     let page_size = ckv.size(1).unwrap_or(0);
     if page_size != 64 {
-        return Err(Fail::with("musa.MLA-6.page-size", [page_size.to_string()]));
+        return Err(Fail::with([page_size.to_string()]).at(MLA_6_PAGE_SIZE));
     }
     Ok(())
 }
 
-/// Fails with `site`, its message filled with `args`, when `cond` holds.
-fn fail_if_with<const N: usize>(
-    cond: bool,
-    site: &'static str,
-    args: [&str; N],
-) -> Result<(), Fail> {
+/// Fails, its message filled with `args`, when `cond` holds.
+fn fail_if_with<const N: usize>(cond: bool, args: [&str; N]) -> Result<(), Fail> {
     if cond {
-        Err(Fail::with(site, args.map(str::to_string)))
+        Err(Fail::with(args.map(str::to_string)))
     } else {
         Ok(())
     }
@@ -346,14 +298,12 @@ fn mla_shapes(s: &MusaState, asm: bool) -> Result<(), Fail> {
     ));
     for (name, t, dims) in expected {
         if t.ndim() != dims.len() {
-            return Err(Fail::with(
-                "musa.MLA-6.rank",
-                [
-                    t.ndim().to_string(),
-                    dims.len().to_string(),
-                    name.to_string(),
-                ],
-            ));
+            return Err(Fail::with([
+                t.ndim().to_string(),
+                dims.len().to_string(),
+                name.to_string(),
+            ])
+            .at(MLA_6_RANK));
         }
         if let Some((dim, (&got, &want))) = t
             .shape
@@ -362,15 +312,13 @@ fn mla_shapes(s: &MusaState, asm: bool) -> Result<(), Fail> {
             .enumerate()
             .find(|(_, (got, want))| py::int(**got) != **want)
         {
-            return Err(Fail::with(
-                "musa.MLA-6.shape",
-                [
-                    got.to_string(),
-                    want.to_string(),
-                    name.to_string(),
-                    dim.to_string(),
-                ],
-            ));
+            return Err(Fail::with([
+                got.to_string(),
+                want.to_string(),
+                name.to_string(),
+                dim.to_string(),
+            ])
+            .at(MLA_6_SHAPE));
         }
     }
     Ok(())
@@ -380,10 +328,7 @@ fn block_table_stride(stride: usize) -> Result<(), Fail> {
     if stride == 1 {
         Ok(())
     } else {
-        Err(Fail::with(
-            "musa.MLA-6.block-table-stride",
-            [stride.to_string()],
-        ))
+        Err(Fail::with([stride.to_string()]).at(MLA_6_BLOCK_TABLE_STRIDE))
     }
 }
 
@@ -393,10 +338,10 @@ pub static FMHA_CALL: Layer<MusaState> = Layer {
     checks: &[Check {
         name: "window_size[0], window_size[1]",
         sites: &[
-            "musa.K-6.window-type",
-            "musa.K-6.window-index",
-            "musa.K-6.window-tensor-0d",
-            "musa.K-6.window-tensor-index",
+            K_6_WINDOW_TYPE,
+            K_6_WINDOW_INDEX,
+            K_6_WINDOW_TENSOR_0D,
+            K_6_WINDOW_TENSOR_INDEX,
         ],
         run: k6_window,
     }],
@@ -407,163 +352,126 @@ pub static FMHA_FWD: Layer<MusaState> = Layer {
     checks: &[
         Check {
             name: "qv unsupported",
-            sites: &["musa.F-1"],
-            run: |s| fail_if(s.given(Param::Qv), "musa.F-1"),
+            sites: &[F_1],
+            run: |s| fail_if(s.given(Param::Qv)),
         },
         Check {
             name: "k_new and v_new together",
-            sites: &["musa.F-2"],
-            run: |s| fail_if(s.given(Param::K) != s.given(Param::V), "musa.F-2"),
+            sites: &[F_2],
+            run: |s| fail_if(s.given(Param::K) != s.given(Param::V)),
         },
         Check {
             name: "maybe_contiguous",
-            sites: &["musa.F-3.attr", "musa.F-3.index"],
+            sites: &[F_3_ATTR, F_3_INDEX],
             run: f3_maybe_contiguous,
         },
         Check {
             name: "derive sizes",
             sites: &[
-                "musa.F-4.attr",
-                "musa.F-4.unpack",
-                "musa.F-4.index",
-                "musa.F-5",
-                "musa.F-5.attr",
-                "musa.F-5.index",
-                "musa.F-6.attr",
-                "musa.F-6.index",
+                F_4_ATTR, F_4_UNPACK, F_4_INDEX, F_5, F_5_ATTR, F_5_INDEX, F_6_ATTR, F_6_INDEX,
             ],
             run: f4_f7_sizes,
         },
         Check {
             name: "on MUSA",
-            sites: &["musa.F-8.attr", "musa.F-8"],
+            sites: &[F_8_ATTR, F_8],
             run: f8_on_musa,
         },
         Check {
             name: "dtypes",
-            sites: &["musa.F-9", "musa.F-10", "musa.F-11"],
+            sites: &[F_9, F_10, F_11],
             run: f9_f11_dtypes,
         },
         Check {
             name: "int32 vectors",
-            sites: &["musa.F-12.dtype", "musa.F-12.contiguous", "musa.F-12.index"],
+            sites: &[F_12_DTYPE, F_12_CONTIGUOUS, F_12_INDEX],
             run: f12_int32_vectors,
         },
         Check {
             name: "page_table",
-            sites: &["musa.F-13.dtype", "musa.F-13.contiguous"],
+            sites: &[F_13_DTYPE, F_13_CONTIGUOUS],
             run: f13_page_table,
         },
         Check {
             name: "kv_batch_idx",
-            sites: &[
-                "musa.F-14.device",
-                "musa.F-14.dtype",
-                "musa.F-14.shape",
-                "musa.F-14.contiguous",
-            ],
+            sites: &[F_14_DEVICE, F_14_DTYPE, F_14_SHAPE, F_14_CONTIGUOUS],
             run: f14_kv_batch_idx,
         },
         Check {
             name: "leftpad_k",
-            sites: &[
-                "musa.F-15.device",
-                "musa.F-15.dtype",
-                "musa.F-15.shape",
-                "musa.F-15.contiguous",
-            ],
+            sites: &[F_15_DEVICE, F_15_DTYPE, F_15_SHAPE, F_15_CONTIGUOUS],
             run: f15_leftpad_k,
         },
         Check {
             name: "learnable_sink",
-            sites: &["musa.F-16.shape", "musa.F-16.dtype"],
+            sites: &[F_16_SHAPE, F_16_DTYPE],
             run: f16_learnable_sink,
         },
         Check {
             name: "batch_size_k",
-            sites: &["musa.F-17"],
+            sites: &[F_17],
             run: |s| {
                 let d = s.dims;
-                fail_if(
-                    !s.given(Param::CacheBatchIdx) && d.batch_size_k != d.batch_size,
-                    "musa.F-17",
-                )
+                fail_if(!s.given(Param::CacheBatchIdx) && d.batch_size_k != d.batch_size)
             },
         },
         Check {
             name: "cache shapes",
-            sites: &["musa.F-18.k", "musa.F-18.v", "musa.F-18.page_table"],
+            sites: &[F_18_K, F_18_V, F_18_PAGE_TABLE],
             run: f18_cache_shapes,
         },
         Check {
             name: "cu_seqlens_q shape",
-            sites: &["musa.F-20"],
+            sites: &[F_20],
             run: |s| {
                 let bad = s.tensor(Param::CuSeqlensQ).is_some_and(|t| t.ndim() != 1);
-                fail_if(bad, "musa.F-20")
+                fail_if(bad)
             },
         },
         Check {
             name: "seqused_k shape",
-            sites: &["musa.F-22"],
+            sites: &[F_22],
             run: |s| {
                 let b = s.dims.batch_size;
                 let bad = s.seqused_k.as_tensor().is_some_and(|t| !shape_is(t, &[b]));
-                fail_if(bad, "musa.F-22")
+                fail_if(bad)
             },
         },
         Check {
             name: "appended k/v",
-            sites: &[
-                "musa.F-23.index",
-                "musa.F-23.k",
-                "musa.F-23.v",
-                "musa.F-24.k",
-                "musa.F-24.v",
-                "musa.F-25",
-                "musa.F-26",
-            ],
+            sites: &[F_23_INDEX, F_23_K, F_23_V, F_24_K, F_24_V, F_25, F_26],
             run: f23_f26_new_kv,
         },
         Check {
             name: "rotary",
             sites: &[
-                "musa.F-27",
-                "musa.F-28",
-                "musa.F-29.index",
-                "musa.F-29",
-                "musa.F-30",
-                "musa.F-31",
-                "musa.F-32",
-                "musa.F-33",
-                "musa.F-34.attr",
-                "musa.F-34.dtype",
-                "musa.F-34.shape",
+                F_27, F_28, F_29_INDEX, F_29, F_30, F_31, F_32, F_33, F_34_ATTR, F_34_DTYPE,
+                F_34_SHAPE,
             ],
             run: f27_f34_rotary,
         },
         Check {
             name: "heads divisible",
-            sites: &["musa.F-35.zero", "musa.F-35"],
+            sites: &[F_35_ZERO, F_35],
             run: |s| {
                 let d = s.dims;
-                fail_if(d.num_head_kv == 0, "musa.F-35.zero")?;
-                fail_if(d.num_head.rem_euclid(d.num_head_kv) != 0, "musa.F-35")
+                fail_if(d.num_head_kv == 0).at(F_35_ZERO)?;
+                fail_if(d.num_head.rem_euclid(d.num_head_kv) != 0).at(F_35)
             },
         },
         Check {
             name: "execution policy and mask",
             sites: &[
-                "musa.F-mask.chunk-type",
-                "musa.F-mask.tensor-bool",
-                "musa.F-mask.window-type",
-                "musa.F-mask.seqlen-type",
+                F_MASK_CHUNK_TYPE,
+                F_MASK_TENSOR_BOOL,
+                F_MASK_WINDOW_TYPE,
+                F_MASK_SEQLEN_TYPE,
             ],
             run: policy_and_mask,
         },
         Check {
             name: "scheduler_metadata length",
-            sites: &["musa.F-41.attr", "musa.F-41.index", "musa.F-41"],
+            sites: &[F_41_ATTR, F_41_INDEX, F_41],
             run: f41_metadata,
         },
     ],
@@ -574,19 +482,19 @@ pub static KERNEL_CONFIG: Layer<MusaState> = Layer {
     checks: &[
         Check {
             name: "lru_cache key",
-            sites: &["musa.C-3"],
+            sites: &[C_3],
             run: |s| {
                 let pack_gqa = s.arg(Param::PackGqa);
                 if pack_gqa.is_hashable() {
                     Ok(())
                 } else {
-                    Err(Fail::with("musa.C-3", [pack_gqa.type_name().to_string()]))
+                    Err(Fail::with([pack_gqa.type_name().to_string()]))
                 }
             },
         },
         Check {
             name: "supported head dims",
-            sites: &["musa.C-2"],
+            sites: &[C_2],
             run: c2_kernel_config,
         },
     ],
@@ -597,22 +505,22 @@ pub static JIT_BUILD: Layer<MusaState> = Layer {
     checks: &[
         Check {
             name: "JIT key",
-            sites: &["musa.J-1.json"],
+            sites: &[J_1_JSON],
             run: j1_json_key,
         },
         Check {
             name: "AppendKV needs varlen",
-            sites: &["musa.J-1"],
+            sites: &[J_1],
             run: |s| {
                 let varlen = s.given(Param::CuSeqlensQ)
                     || !s.seqused_k.is_none()
                     || s.given(Param::CacheLeftpad);
-                fail_if(s.given(Param::K) && !varlen, "musa.J-1")
+                fail_if(s.given(Param::K) && !varlen)
             },
         },
         Check {
             name: "tvm-ffi argument conversion",
-            sites: &["musa.J-3.arg-type"],
+            sites: &[J_3_ARG_TYPE],
             run: j3_arguments,
         },
     ],
@@ -626,7 +534,7 @@ fn j1_json_key(s: &mut MusaState) -> Result<(), Fail> {
         || mask.is_local.tensor
         || s.chunk.kind == NumKind::Tensor
         || s.tensor(Param::Softcap).is_some();
-    fail_if(tensor_valued, "musa.J-1.json")
+    fail_if(tensor_valued)
 }
 
 /// The kernel's typed parameters (fwd_kern.j2 L20–L63): tvm-ffi converts each argument, an `int`
@@ -656,7 +564,7 @@ fn j3_arguments(s: &mut MusaState) -> Result<(), Fail> {
         ),
     ];
     match arguments.iter().find(|(_, converts)| !converts) {
-        Some((index, _)) => Err(Fail::with("musa.J-3.arg-type", [index.to_string()])),
+        Some((index, _)) => Err(Fail::with([index.to_string()])),
         None => Ok(()),
     }
 }
@@ -666,27 +574,22 @@ pub static COMBINE: Layer<MusaState> = Layer {
     checks: &[
         Check {
             name: "max_seqlen_q (shadowed)",
-            sites: &["musa.B-2"],
-            run: |s| {
-                fail_if(
-                    s.given(Param::CuSeqlensQ) && !s.given(Param::MaxSeqlenQ),
-                    "musa.B-2",
-                )
-            },
+            sites: &[B_2],
+            run: |s| fail_if(s.given(Param::CuSeqlensQ) && !s.given(Param::MaxSeqlenQ)),
         },
         Check {
             name: "metadata length (shadowed)",
-            sites: &["musa.B-3"],
+            sites: &[B_3],
             run: |_| Ok(()), // same condition as F-41, which has passed
         },
         Check {
             name: "tile_n multiple of 32",
-            sites: &["musa.B-4"],
-            run: |s| fail_if(s.config.is_some_and(|c| c.tile_n % 32 != 0), "musa.B-4"),
+            sites: &[B_4],
+            run: |s| fail_if(s.config.is_some_and(|c| c.tile_n % 32 != 0)),
         },
         Check {
             name: "max splits",
-            sites: &["musa.B-5"],
+            sites: &[B_5],
             run: b5_max_splits,
         },
     ],
@@ -700,27 +603,27 @@ fn shape_is(t: &TensorArg, expected: &[i64]) -> bool {
 fn last_dim_contiguous(
     s: &mut MusaState,
     param: Param,
-    [attr, index, assert]: [&'static str; 3],
+    [attr, index, assert]: [&'static Site; 3],
 ) -> Result<(), Fail> {
-    let t = py::tensor(s.arg(param), "stride", attr)?;
+    let t = py::tensor(s.arg(param), "stride").at(attr)?;
     let stride = py::stride(t, -1, index, index)?;
-    fail_if(stride != 1, assert)
+    fail_if(stride != 1).at(assert)
 }
 
 fn none_defaults(s: &mut MusaState) -> Result<(), Fail> {
     if s.args.bound(Param::WindowSize).was_passed() && s.arg(Param::WindowSize).is_none() {
-        s.hazard("H-MUSA-WINDOW-NONE", &[]);
+        s.hazard(H_MUSA_WINDOW_NONE, &[]);
     }
     if s.args.bound(Param::AttentionChunk).was_passed() && s.arg(Param::AttentionChunk).is_none() {
-        s.hazard("H-MUSA-CHUNK-NONE", &[]);
+        s.hazard(H_MUSA_CHUNK_NONE, &[]);
     }
     Ok(())
 }
 
 /// `x.shape[-1]` of q or qv, with the sites of the expression that reads it.
-fn last_dim(v: &PyValue, attr: &'static str, index: &'static str) -> Result<usize, Fail> {
-    let t = py::tensor(v, "shape", attr)?;
-    py::shape_at(t, -1, index)
+fn last_dim(v: &PyValue, attr: &'static Site, index: &'static Site) -> Result<usize, Fail> {
+    let t = py::tensor(v, "shape").at(attr)?;
+    py::shape_at(t, -1).at(index)
 }
 
 fn k3_softmax_scale(s: &mut MusaState) -> Result<(), Fail> {
@@ -728,12 +631,12 @@ fn k3_softmax_scale(s: &mut MusaState) -> Result<(), Fail> {
         s.softmax_scale = scale;
         return Ok(());
     }
-    let mut dim = last_dim(s.arg(Param::Q), "musa.K-3.attr", "musa.K-3.index")?;
+    let mut dim = last_dim(s.arg(Param::Q), K_3_ATTR, K_3_INDEX)?;
     if s.given(Param::Qv) {
-        dim += last_dim(s.arg(Param::Qv), "musa.K-3.attr", "musa.K-3.index")?;
+        dim += last_dim(s.arg(Param::Qv), K_3_ATTR, K_3_INDEX)?;
     }
     // Python's `0 ** -0.5` raises instead of returning inf.
-    fail_if(dim == 0, "musa.K-3.zero-power")?;
+    fail_if(dim == 0).at(K_3_ZERO_POWER)?;
     s.softmax_scale = (dim as f64).powf(-0.5);
     Ok(())
 }
@@ -744,7 +647,7 @@ fn k4_int_cache_seqlens(s: &mut MusaState) -> Result<(), Fail> {
         return Ok(());
     };
     // torch.full(..., dtype=torch.int32) converts the fill value with an overflow check.
-    fail_if(i32::try_from(value).is_err(), "musa.K-4.overflow")?;
+    fail_if(i32::try_from(value).is_err())?;
     let k_cache = s.tensor(Param::KCache).expect("K-1 checked k_cache");
     let rows = k_cache.shape[0];
     let device = k_cache.device;
@@ -754,7 +657,7 @@ fn k4_int_cache_seqlens(s: &mut MusaState) -> Result<(), Fail> {
         .map_or("?".to_string(), |b| b.to_string());
     s.seqused_k = PyValue::Tensor(int32_vector(rows, device));
     s.hazard(
-        "H-MUSA-INT-CACHE-SEQLENS-EXPANDED",
+        H_MUSA_INT_CACHE_SEQLENS_EXPANDED,
         &[&value.to_string(), &rows.to_string(), &q_batch],
     );
     Ok(())
@@ -764,10 +667,10 @@ fn k5_route(s: &mut MusaState) -> Result<(), Fail> {
     if !s.given(Param::Qv) {
         return Ok(());
     }
-    let qv_dim = last_dim(s.arg(Param::Qv), "musa.K-5.attr", "musa.K-5.index")?;
-    s.mla = qv_dim == 512 && last_dim(s.arg(Param::Q), "musa.K-5.attr", "musa.K-5.index")? == 64;
+    let qv_dim = last_dim(s.arg(Param::Qv), K_5_ATTR, K_5_INDEX)?;
+    s.mla = qv_dim == 512 && last_dim(s.arg(Param::Q), K_5_ATTR, K_5_INDEX)? == 64;
     if s.mla {
-        s.hazard("H-MUSA-MLA-ROUTED", &[]);
+        s.hazard(H_MUSA_MLA_ROUTED, &[]);
     }
     Ok(())
 }
@@ -811,7 +714,7 @@ fn mla_ignored(s: &mut MusaState) -> Result<(), Fail> {
             .map(|(p, _)| p.name()),
     );
     if !ignored.is_empty() {
-        s.hazard("H-MUSA-MLA-IGNORED", &[&ignored.join(", ")]);
+        s.hazard(H_MUSA_MLA_IGNORED, &[&ignored.join(", ")]);
     }
     Ok(())
 }
@@ -824,7 +727,7 @@ fn is_no_window(v: &PyValue) -> bool {
 fn k6_window(s: &mut MusaState) -> Result<(), Fail> {
     s.window_bounds = match s.arg(Param::WindowSize) {
         PyValue::Tensor(t) => (tensor_item(t, 0)?, tensor_item(t, 1)?),
-        v => window_pair(v, "musa.K-6.window-type", "musa.K-6.window-index")?,
+        v => window_pair(v, K_6_WINDOW_TYPE, K_6_WINDOW_INDEX)?,
     };
     Ok(())
 }
@@ -832,13 +735,10 @@ fn k6_window(s: &mut MusaState) -> Result<(), Fail> {
 /// `window_size[i]` on a tensor: a tensor of the remaining dims.
 fn tensor_item(t: &TensorArg, i: usize) -> Result<WindowBound, Fail> {
     let Some(&rows) = t.shape.first() else {
-        return Err(Fail::new("musa.K-6.window-tensor-0d"));
+        return Err(Fail::new().at(K_6_WINDOW_TENSOR_0D));
     };
     if i >= rows {
-        return Err(Fail::with(
-            "musa.K-6.window-tensor-index",
-            [i.to_string(), rows.to_string()],
-        ));
+        return Err(Fail::with([i.to_string(), rows.to_string()]).at(K_6_WINDOW_TENSOR_INDEX));
     }
     let numel = t.shape[1..]
         .iter()
@@ -861,8 +761,8 @@ fn f3_maybe_contiguous(s: &mut MusaState) -> Result<(), Fail> {
     for &param in params {
         let v = s.arg(param);
         if !v.is_none() {
-            let t = py::tensor(v, "stride", "musa.F-3.attr")?;
-            py::stride(t, -1, "musa.F-3.index", "musa.F-3.index")?;
+            let t = py::tensor(v, "stride").at(F_3_ATTR)?;
+            py::stride(t, -1, F_3_INDEX, F_3_INDEX)?;
         }
     }
     Ok(())
@@ -870,21 +770,21 @@ fn f3_maybe_contiguous(s: &mut MusaState) -> Result<(), Fail> {
 
 /// F-4 … F-7: the sizes `_fmha_fwd` derives, with the Python errors of each expression.
 fn f4_f7_sizes(s: &mut MusaState) -> Result<(), Fail> {
-    let q = py::tensor(s.arg(Param::Q), "shape", "musa.F-4.attr")?;
-    py::unpack_two(q, "musa.F-4.unpack")?;
+    let q = py::tensor(s.arg(Param::Q), "shape").at(F_4_ATTR)?;
+    py::unpack_two(q).at(F_4_UNPACK)?;
     let k = s.tensor(Param::KCache).expect("K-1 checked k_cache");
     let v = s.tensor(Param::VCache).expect("K-2 checked v_cache");
     let mut d = FwdDims {
         num_head: py::int(q.shape[q.ndim() - 2]),
         head_dim: py::int(q.shape[q.ndim() - 1]),
-        num_head_kv: py::int(py::shape_at(k, -2, "musa.F-4.index")?),
+        num_head_kv: py::int(py::shape_at(k, -2).at(F_4_INDEX)?),
         head_dim_v: py::int(v.shape[v.ndim() - 1]),
         ..FwdDims::default()
     };
     if s.given(Param::CuSeqlensQ) {
-        fail_if(!s.given(Param::MaxSeqlenQ), "musa.F-5")?;
-        let cu = py::tensor(s.arg(Param::CuSeqlensQ), "shape", "musa.F-5.attr")?;
-        d.batch_size = py::int(py::shape_at(cu, 0, "musa.F-5.index")?) - 1;
+        fail_if(!s.given(Param::MaxSeqlenQ)).at(F_5)?;
+        let cu = py::tensor(s.arg(Param::CuSeqlensQ), "shape").at(F_5_ATTR)?;
+        d.batch_size = py::int(py::shape_at(cu, 0).at(F_5_INDEX)?) - 1;
         d.seqlen_q = s.arg(Param::MaxSeqlenQ).as_number().unwrap_or(0.0) as i64;
         d.total_q = py::int(q.shape[0]);
     } else {
@@ -893,15 +793,15 @@ fn f4_f7_sizes(s: &mut MusaState) -> Result<(), Fail> {
         d.total_q = d.batch_size.saturating_mul(d.seqlen_q);
     }
     if s.given(Param::PageTable) {
-        let pt = py::tensor(s.arg(Param::PageTable), "shape", "musa.F-6.attr")?;
+        let pt = py::tensor(s.arg(Param::PageTable), "shape").at(F_6_ATTR)?;
         d.paged = true;
-        d.pages_per_seq = py::int(py::shape_at(pt, 1, "musa.F-6.index")?);
+        d.pages_per_seq = py::int(py::shape_at(pt, 1).at(F_6_INDEX)?);
         d.page_size = py::int(k.shape[1]);
         d.seqlen_k = d.pages_per_seq.saturating_mul(d.page_size);
         d.batch_size_k = py::int(pt.shape[0]);
     } else {
         d.page_size = 1;
-        d.seqlen_k = py::int(py::shape_at(k, -3, "musa.F-6.index")?);
+        d.seqlen_k = py::int(py::shape_at(k, -3).at(F_6_INDEX)?);
         d.batch_size_k = py::int(k.shape[0]);
     }
     s.dims = d;
@@ -936,8 +836,8 @@ fn f8_on_musa(s: &mut MusaState) -> Result<(), Fail> {
         if v.is_none() {
             continue;
         }
-        let t = py::tensor(v, "is_musa", "musa.F-8.attr")?;
-        fail_if(!is_musa(t), "musa.F-8")?;
+        let t = py::tensor(v, "is_musa").at(F_8_ATTR)?;
+        fail_if(!is_musa(t)).at(F_8)?;
     }
     Ok(())
 }
@@ -948,14 +848,11 @@ fn dtype(s: &MusaState, param: Param) -> Option<Dtype> {
 
 fn f9_f11_dtypes(s: &mut MusaState) -> Result<(), Fail> {
     let q = dtype(s, Param::Q).expect("F-4 checked q");
-    fail_if(!matches!(q, Dtype::Float16 | Dtype::Bfloat16), "musa.F-9")?;
+    fail_if(!matches!(q, Dtype::Float16 | Dtype::Bfloat16)).at(F_9)?;
     let same = dtype(s, Param::KCache) == Some(q) && dtype(s, Param::VCache) == Some(q);
-    fail_if(!same, "musa.F-10")?;
+    fail_if(!same).at(F_10)?;
     if s.given(Param::K) {
-        fail_if(
-            dtype(s, Param::K) != Some(q) || dtype(s, Param::V) != Some(q),
-            "musa.F-11",
-        )?;
+        fail_if(dtype(s, Param::K) != Some(q) || dtype(s, Param::V) != Some(q)).at(F_11)?;
     }
     Ok(())
 }
@@ -973,12 +870,12 @@ fn f12_int32_vectors(s: &mut MusaState) -> Result<(), Fail> {
             s.tensor(param)
         };
         let Some(t) = t else { continue };
-        fail_if(t.dtype != Dtype::Int32, "musa.F-12.dtype")?;
-        let stride = py::stride(t, 0, "musa.F-12.index", "musa.F-12.index")?;
-        fail_if(stride != 1, "musa.F-12.contiguous")?;
+        fail_if(t.dtype != Dtype::Int32).at(F_12_DTYPE)?;
+        let stride = py::stride(t, 0, F_12_INDEX, F_12_INDEX)?;
+        fail_if(stride != 1).at(F_12_CONTIGUOUS)?;
     }
     if s.given(Param::CuSeqlensKNew) && !s.given(Param::K) {
-        s.hazard("H-MUSA-CU-SEQLENS-K-NEW-WITHOUT-KV", &[]);
+        s.hazard(H_MUSA_CU_SEQLENS_K_NEW_WITHOUT_KV, &[]);
     }
     Ok(())
 }
@@ -987,32 +884,27 @@ fn f13_page_table(s: &mut MusaState) -> Result<(), Fail> {
     let Some(pt) = s.tensor(Param::PageTable) else {
         return Ok(());
     };
-    fail_if(pt.dtype != Dtype::Int32, "musa.F-13.dtype")?;
-    fail_if(pt.stride_of(-1) != Some(1), "musa.F-13.contiguous")
+    fail_if(pt.dtype != Dtype::Int32).at(F_13_DTYPE)?;
+    fail_if(pt.stride_of(-1) != Some(1)).at(F_13_CONTIGUOUS)
 }
 
 /// The four asserts mate runs on `kv_batch_idx` and `leftpad_k` (F-14, F-15).
-fn batch_vector(s: &MusaState, param: Param, sites: [&'static str; 4]) -> Result<(), Fail> {
+fn batch_vector(s: &MusaState, param: Param, sites: [&'static Site; 4]) -> Result<(), Fail> {
     let Some(t) = s.tensor(param) else {
         return Ok(());
     };
     let [device, int32, shape, contiguous] = sites;
-    fail_if(!is_musa(t), device)?;
-    fail_if(t.dtype != Dtype::Int32, int32)?;
-    fail_if(!shape_is(t, &[s.dims.batch_size]), shape)?;
-    fail_if(t.stride_of(0) != Some(1), contiguous)
+    fail_if(!is_musa(t)).at(device)?;
+    fail_if(t.dtype != Dtype::Int32).at(int32)?;
+    fail_if(!shape_is(t, &[s.dims.batch_size])).at(shape)?;
+    fail_if(t.stride_of(0) != Some(1)).at(contiguous)
 }
 
 fn f14_kv_batch_idx(s: &mut MusaState) -> Result<(), Fail> {
     batch_vector(
         s,
         Param::CacheBatchIdx,
-        [
-            "musa.F-14.device",
-            "musa.F-14.dtype",
-            "musa.F-14.shape",
-            "musa.F-14.contiguous",
-        ],
+        [F_14_DEVICE, F_14_DTYPE, F_14_SHAPE, F_14_CONTIGUOUS],
     )
 }
 
@@ -1020,12 +912,7 @@ fn f15_leftpad_k(s: &mut MusaState) -> Result<(), Fail> {
     batch_vector(
         s,
         Param::CacheLeftpad,
-        [
-            "musa.F-15.device",
-            "musa.F-15.dtype",
-            "musa.F-15.shape",
-            "musa.F-15.contiguous",
-        ],
+        [F_15_DEVICE, F_15_DTYPE, F_15_SHAPE, F_15_CONTIGUOUS],
     )
 }
 
@@ -1033,8 +920,8 @@ fn f16_learnable_sink(s: &mut MusaState) -> Result<(), Fail> {
     let Some(sink) = s.tensor(Param::Sinks) else {
         return Ok(());
     };
-    fail_if(!shape_is(sink, &[s.dims.num_head]), "musa.F-16.shape")?;
-    fail_if(sink.dtype != Dtype::Bfloat16, "musa.F-16.dtype")
+    fail_if(!shape_is(sink, &[s.dims.num_head])).at(F_16_SHAPE)?;
+    fail_if(sink.dtype != Dtype::Bfloat16).at(F_16_DTYPE)
 }
 
 fn f18_cache_shapes(s: &mut MusaState) -> Result<(), Fail> {
@@ -1046,20 +933,11 @@ fn f18_cache_shapes(s: &mut MusaState) -> Result<(), Fail> {
     } else {
         (d.batch_size_k, d.seqlen_k)
     };
-    fail_if(
-        !shape_is(k, &[rows, seq, d.num_head_kv, d.head_dim]),
-        "musa.F-18.k",
-    )?;
-    fail_if(
-        !shape_is(v, &[rows, seq, d.num_head_kv, d.head_dim_v]),
-        "musa.F-18.v",
-    )?;
+    fail_if(!shape_is(k, &[rows, seq, d.num_head_kv, d.head_dim])).at(F_18_K)?;
+    fail_if(!shape_is(v, &[rows, seq, d.num_head_kv, d.head_dim_v])).at(F_18_V)?;
     if d.paged {
         let pt = s.tensor(Param::PageTable).expect("paged");
-        fail_if(
-            !shape_is(pt, &[d.batch_size_k, d.pages_per_seq]),
-            "musa.F-18.page_table",
-        )?;
+        fail_if(!shape_is(pt, &[d.batch_size_k, d.pages_per_seq])).at(F_18_PAGE_TABLE)?;
     }
     Ok(())
 }
@@ -1071,31 +949,19 @@ fn f23_f26_new_kv(s: &mut MusaState) -> Result<(), Fail> {
     let d = s.dims;
     match s.tensor(Param::CuSeqlensKNew) {
         None => {
-            let seqlen_new = py::int(py::shape_at(k, 1, "musa.F-23.index")?);
+            let seqlen_new = py::int(py::shape_at(k, 1).at(F_23_INDEX)?);
             let rows = [d.batch_size, seqlen_new, d.num_head_kv];
-            fail_if(
-                !shape_is(k, &[rows[0], rows[1], rows[2], d.head_dim]),
-                "musa.F-23.k",
-            )?;
-            fail_if(
-                !shape_is(v, &[rows[0], rows[1], rows[2], d.head_dim_v]),
-                "musa.F-23.v",
-            )?;
+            fail_if(!shape_is(k, &[rows[0], rows[1], rows[2], d.head_dim])).at(F_23_K)?;
+            fail_if(!shape_is(v, &[rows[0], rows[1], rows[2], d.head_dim_v])).at(F_23_V)?;
         }
         Some(cu) => {
             let total = py::int(k.shape[0]);
-            fail_if(
-                !shape_is(k, &[total, d.num_head_kv, d.head_dim]),
-                "musa.F-24.k",
-            )?;
-            fail_if(
-                !shape_is(v, &[total, d.num_head_kv, d.head_dim_v]),
-                "musa.F-24.v",
-            )?;
-            fail_if(!shape_is(cu, &[d.batch_size + 1]), "musa.F-25")?;
+            fail_if(!shape_is(k, &[total, d.num_head_kv, d.head_dim])).at(F_24_K)?;
+            fail_if(!shape_is(v, &[total, d.num_head_kv, d.head_dim_v])).at(F_24_V)?;
+            fail_if(!shape_is(cu, &[d.batch_size + 1])).at(F_25)?;
             // `.item()` needs the values; a spec without them gets consistent generated ones.
             let last = cu.int_values().and_then(|vals| vals.last().copied());
-            fail_if(last.is_some_and(|l| l != total), "musa.F-26")?;
+            fail_if(last.is_some_and(|l| l != total)).at(F_26)?;
         }
     }
     Ok(())
@@ -1104,31 +970,28 @@ fn f23_f26_new_kv(s: &mut MusaState) -> Result<(), Fail> {
 fn f27_f34_rotary(s: &mut MusaState) -> Result<(), Fail> {
     let Some(cos) = s.tensor(Param::RotaryCos) else {
         if s.given(Param::RotarySin) {
-            s.hazard("H-MUSA-ROTARY-SIN-IGNORED", &[]);
+            s.hazard(H_MUSA_ROTARY_SIN_IGNORED, &[]);
         }
         return Ok(());
     };
-    fail_if(!s.given(Param::K), "musa.F-27")?;
+    fail_if(!s.given(Param::K)).at(F_27)?;
     let sin = s.tensor(Param::RotarySin);
-    fail_if(sin.is_none(), "musa.F-28")?;
+    fail_if(sin.is_none()).at(F_28)?;
     let sin = sin.expect("checked");
-    let rotary_dim = py::int(py::shape_at(cos, 1, "musa.F-29.index")?).saturating_mul(2);
+    let rotary_dim = py::int(py::shape_at(cos, 1).at(F_29_INDEX)?).saturating_mul(2);
     let d = s.dims;
-    fail_if(rotary_dim > d.head_dim, "musa.F-29")?;
-    fail_if(rotary_dim % 16 != 0, "musa.F-30")?;
+    fail_if(rotary_dim > d.head_dim).at(F_29)?;
+    fail_if(rotary_dim % 16 != 0).at(F_30)?;
     let seqlen_ro = py::int(cos.shape[0]);
-    fail_if(d.paged && seqlen_ro < d.seqlen_k, "musa.F-31")?;
+    fail_if(d.paged && seqlen_ro < d.seqlen_k).at(F_31)?;
     let q = dtype(s, Param::Q);
-    fail_if(Some(cos.dtype) != q || Some(sin.dtype) != q, "musa.F-32")?;
-    fail_if(
-        cos.shape != sin.shape || !shape_is(cos, &[seqlen_ro, rotary_dim / 2]),
-        "musa.F-33",
-    )?;
+    fail_if(Some(cos.dtype) != q || Some(sin.dtype) != q).at(F_32)?;
+    fail_if(cos.shape != sin.shape || !shape_is(cos, &[seqlen_ro, rotary_dim / 2])).at(F_33)?;
     let seqlens = s.arg(Param::RotarySeqlens);
     if !seqlens.is_none() {
-        let t = py::tensor(seqlens, "dtype", "musa.F-34.attr")?;
-        fail_if(t.dtype != Dtype::Int32, "musa.F-34.dtype")?;
-        fail_if(!shape_is(t, &[d.batch_size]), "musa.F-34.shape")?;
+        let t = py::tensor(seqlens, "dtype").at(F_34_ATTR)?;
+        fail_if(t.dtype != Dtype::Int32).at(F_34_DTYPE)?;
+        fail_if(!shape_is(t, &[d.batch_size])).at(F_34_SHAPE)?;
     }
     let noncontiguous: Vec<&str> = [("rotary_cos", cos), ("rotary_sin", sin)]
         .into_iter()
@@ -1136,10 +999,7 @@ fn f27_f34_rotary(s: &mut MusaState) -> Result<(), Fail> {
         .map(|(n, _)| n)
         .collect();
     if !noncontiguous.is_empty() {
-        s.hazard(
-            "H-MUSA-ROTARY-NONCONTIGUOUS",
-            &[&noncontiguous.join(" and ")],
-        );
+        s.hazard(H_MUSA_ROTARY_NONCONTIGUOUS, &[&noncontiguous.join(" and ")]);
     }
     Ok(())
 }
@@ -1157,7 +1017,7 @@ fn policy_and_mask(s: &mut MusaState) -> Result<(), Fail> {
             (false, n) => Some(format!("num_splits={n}")),
         };
         if let Some(what) = discarded {
-            s.hazard("H-MUSA-SINKS-DISABLE-SPLITS", &[&what]);
+            s.hazard(H_MUSA_SINKS_DISABLE_SPLITS, &[&what]);
         }
         s.num_splits = -1;
         s.has_metadata = false;
@@ -1174,20 +1034,14 @@ fn policy_and_mask(s: &mut MusaState) -> Result<(), Fail> {
             match tensor_bound(numel, t.values.as_ref(), 0) {
                 WindowBound::Num(n) => n,
                 _ => {
-                    return Err(Fail::with(
-                        "musa.F-mask.tensor-bool",
-                        [ambiguous_values(numel)],
-                    ));
+                    return Err(Fail::with([ambiguous_values(numel)]).at(F_MASK_TENSOR_BOOL));
                 }
             }
         }
         v => match v.as_int() {
             Some(c) => PyNum::int(c),
             None => {
-                return Err(Fail::with(
-                    "musa.F-mask.chunk-type",
-                    [v.type_name().to_string()],
-                ));
+                return Err(Fail::with([v.type_name().to_string()]).at(F_MASK_CHUNK_TYPE));
             }
         },
     };
@@ -1203,10 +1057,10 @@ fn policy_and_mask(s: &mut MusaState) -> Result<(), Fail> {
     };
     let (left, right) = &s.window_bounds;
     mask_operands(left, right, Ok(()), seqlen_q).map_err(|e| match e {
-        MaskOperandError::Seqlen(ty) => Fail::with("musa.F-mask.seqlen-type", [ty]),
-        MaskOperandError::Window(ty) => Fail::with("musa.F-mask.window-type", [ty]),
+        MaskOperandError::Seqlen(ty) => Fail::with([ty]).at(F_MASK_SEQLEN_TYPE),
+        MaskOperandError::Window(ty) => Fail::with([ty]).at(F_MASK_WINDOW_TYPE),
         MaskOperandError::AmbiguousTensor(n) => {
-            Fail::with("musa.F-mask.tensor-bool", [ambiguous_values(n)])
+            Fail::with([ambiguous_values(n)]).at(F_MASK_TENSOR_BOOL)
         }
     })?;
     let number = |b: &WindowBound| match b {
@@ -1243,28 +1097,28 @@ fn kernel_hazards(s: &mut MusaState) {
         .map(Param::name)
         .collect();
     if !descales.is_empty() {
-        s.hazard("H-MUSA-DESCALE-IGNORED", &[&descales.join(", ")]);
+        s.hazard(H_MUSA_DESCALE_IGNORED, &[&descales.join(", ")]);
     }
     if let Some(cap) = s.arg(Param::Softcap).as_number().filter(|&c| c < 0.0) {
         s.hazard(
-            "H-MUSA-SOFTCAP-NEGATIVE",
+            H_MUSA_SOFTCAP_NEGATIVE,
             &[&crate::call::python_float_repr(cap)],
         );
     }
     let margin = s.arg(Param::SmMargin).as_int().unwrap_or(0);
     if margin != 0 {
-        s.hazard("H-MUSA-SM-MARGIN", &[&margin.to_string()]);
+        s.hazard(H_MUSA_SM_MARGIN, &[&margin.to_string()]);
     }
     if !s.has_metadata && !s.given(Param::Sinks) && !matches!(s.num_splits, 0 | 1) {
-        s.hazard("H-MUSA-NUM-SPLITS-IGNORED", &[&s.num_splits.to_string()]);
+        s.hazard(H_MUSA_NUM_SPLITS_IGNORED, &[&s.num_splits.to_string()]);
     }
     if s.has_metadata && s.num_splits > 0 {
-        s.hazard("H-MUSA-NUM-SPLITS-UNCLAMPED", &[&s.num_splits.to_string()]);
+        s.hazard(H_MUSA_NUM_SPLITS_UNCLAMPED, &[&s.num_splits.to_string()]);
     }
     let append_without_lengths =
         s.given(Param::K) && s.seqused_k.is_none() && !s.given(Param::CacheLeftpad);
     if append_without_lengths && s.given(Param::CuSeqlensQ) {
-        s.hazard("H-MUSA-APPEND-BEYOND-CAPACITY", &[]);
+        s.hazard(H_MUSA_APPEND_BEYOND_CAPACITY, &[]);
     }
 }
 
@@ -1275,19 +1129,16 @@ fn f41_metadata(s: &mut MusaState) -> Result<(), Fail> {
     let needed = s.dims.batch_size.saturating_mul(4);
     match s.injection {
         Injection::Off => {
-            let t = py::tensor(s.arg(Param::SchedulerMetadata), "shape", "musa.F-41.attr")?;
-            let len = py::int(py::shape_at(t, 0, "musa.F-41.index")?);
-            fail_if(len < needed, "musa.F-41")?;
-            s.hazard("H-MUSA-METADATA-UNCHECKED", &[]);
+            let t = py::tensor(s.arg(Param::SchedulerMetadata), "shape").at(F_41_ATTR)?;
+            let len = py::int(py::shape_at(t, 0).at(F_41_INDEX)?);
+            fail_if(len < needed).at(F_41)?;
+            s.hazard(H_MUSA_METADATA_UNCHECKED, &[]);
         }
         Injection::Mla { .. } => {
-            return Err(Fail::with(
-                "musa.F-41.attr",
-                ["tuple".to_string(), "shape".to_string()],
-            ));
+            return Err(Fail::with(["tuple".to_string(), "shape".to_string()]).at(F_41_ATTR));
         }
         Injection::Recompute { batch } => {
-            fail_if(batch.saturating_mul(4) < needed, "musa.F-41")?;
+            fail_if(batch.saturating_mul(4) < needed).at(F_41)?;
             metadata_m_blocks(s);
         }
         Injection::Reuse => {}
@@ -1317,7 +1168,7 @@ fn metadata_blind_spots(s: &mut MusaState) {
         unseen.push("the appended k/v length");
     }
     if !unseen.is_empty() {
-        s.hazard("H-MUSA-METADATA-IGNORES-ARGS", &[&unseen.join(", ")]);
+        s.hazard(H_MUSA_METADATA_IGNORES_ARGS, &[&unseen.join(", ")]);
     }
 }
 
@@ -1383,7 +1234,7 @@ fn metadata_m_blocks(s: &mut MusaState) {
     );
     if scheduled < needed {
         s.hazard(
-            "H-MUSA-METADATA-M-BLOCKS",
+            H_MUSA_METADATA_M_BLOCKS,
             &[&scheduled.to_string(), &m.to_string(), &needed.to_string()],
         );
     }
@@ -1392,18 +1243,14 @@ fn metadata_m_blocks(s: &mut MusaState) {
 fn c2_kernel_config(s: &mut MusaState) -> Result<(), Fail> {
     let d = s.dims;
     let (hd, hdv) = (d.head_dim as usize, d.head_dim_v as usize);
-    let config = call_config(s).map_err(|e| {
-        Fail::with(
-            "musa.C-2",
-            [e.head_dim.to_string(), e.head_dim_v.to_string()],
-        )
-    })?;
+    let config = call_config(s)
+        .map_err(|e| Fail::with([e.head_dim.to_string(), e.head_dim_v.to_string()]))?;
     let over = [hd, hdv].into_iter().find(|&x| x > 512);
     if let Some(dim) = over {
-        s.hazard("H-MUSA-HEADDIM-OVER-512", &[&dim.to_string()]);
+        s.hazard(H_MUSA_HEADDIM_OVER_512, &[&dim.to_string()]);
     } else if (config.head_dim_rounded, config.head_dim_v_rounded) != (hd, hdv) {
         s.hazard(
-            "H-MUSA-HEADDIM-ROUNDED",
+            H_MUSA_HEADDIM_ROUNDED,
             &[
                 &hd.to_string(),
                 &hdv.to_string(),
@@ -1419,9 +1266,9 @@ fn c2_kernel_config(s: &mut MusaState) -> Result<(), Fail> {
 fn b5_max_splits(s: &mut MusaState) -> Result<(), Fail> {
     if s.has_metadata && s.num_splits > 128 {
         if s.given(Param::K) {
-            s.hazard("H-MUSA-KV-WRITTEN-BEFORE-ERROR", &[]);
+            s.hazard(H_MUSA_KV_WRITTEN_BEFORE_ERROR, &[]);
         }
-        return Err(Fail::new("musa.B-5"));
+        return Err(Fail::new());
     }
     Ok(())
 }

@@ -5,15 +5,17 @@ use super::musa::{Injection, MusaState, fail_if, is_musa};
 use crate::call::{Dtype, Param, PyValue, SglangBackend, TensorValues, python_int_from_str};
 use crate::mate;
 use crate::mate::python::{NumKind, PyNum};
-use crate::validate::engine::{Check, Fail, HazardLog, Layer};
+use crate::validate::engine::{At, Check, Fail, HazardLog, Layer};
 use crate::validate::py;
+use crate::validate::registry::Site;
+use crate::validate::registry::musa::*;
 
 pub static WRAPPER: Layer<MusaState> = Layer {
     name: "sglang wrapper",
     checks: &[
         Check {
             name: "ver gate",
-            sites: &["musa.W-1"],
+            sites: &[W_1],
             run: ver_gate,
         },
         Check {
@@ -29,13 +31,13 @@ pub static INJECTION: Layer<MusaState> = Layer {
     checks: &[Check {
         name: "inject scheduler_metadata",
         sites: &[
-            "musa.W-2.k_cache.attr",
-            "musa.W-2.k_cache.index",
-            "musa.W-2.cu_seqlens_q.attr",
-            "musa.W-2.cu_seqlens_q.index",
-            "musa.W-2.pp.partition",
-            "musa.W-2.pp.count",
-            "musa.W-2.pp.sum",
+            W_2_K_CACHE_ATTR,
+            W_2_K_CACHE_INDEX,
+            W_2_CU_SEQLENS_Q_ATTR,
+            W_2_CU_SEQLENS_Q_INDEX,
+            W_2_PP_PARTITION,
+            W_2_PP_COUNT,
+            W_2_PP_SUM,
         ],
         run: inject,
     }],
@@ -46,75 +48,71 @@ pub static METADATA_CHAIN: Layer<MusaState> = Layer {
     checks: &[
         Check {
             name: "maybe_contiguous(seqused_k)",
-            sites: &["musa.G-1.attr", "musa.G-1.index"],
+            sites: &[G_1_ATTR, G_1_INDEX],
             run: g1_seqused_k,
         },
         Check {
             name: "window_size[0], window_size[1]",
-            sites: &["musa.G-1.window-type", "musa.G-1.window-index"],
+            sites: &[G_1_WINDOW_TYPE, G_1_WINDOW_INDEX],
             run: g1_window,
         },
         Check {
             name: "max_seqlen_q with cu_seqlens_q",
-            sites: &["musa.G-2"],
-            run: |s| fail_if(s.arg(Param::MaxSeqlenQ).is_none(), "musa.G-2"),
+            sites: &[G_2],
+            run: |s| fail_if(s.arg(Param::MaxSeqlenQ).is_none()),
         },
         Check {
             name: "cu_seqlens_q shape",
-            sites: &["musa.G-4"],
-            run: |s| fail_if(cu_seqlens_q(s).ndim() != 1, "musa.G-4"),
+            sites: &[G_4],
+            run: |s| fail_if(cu_seqlens_q(s).ndim() != 1),
         },
         Check {
             name: "seqused_k shape",
-            sites: &["musa.G-6"],
+            sites: &[G_6],
             run: g6_seqused_k_shape,
         },
         Check {
             name: "int32 and contiguous",
-            sites: &["musa.G-8.dtype", "musa.G-8.contiguous"],
+            sites: &[G_8_DTYPE, G_8_CONTIGUOUS],
             run: g8_int32_contiguous,
         },
         Check {
             name: "on MUSA",
-            sites: &["musa.G-9"],
+            sites: &[G_9],
             run: g9_on_musa,
         },
         Check {
             name: "heads divisible",
-            sites: &["musa.G-10", "musa.G-10.zero"],
+            sites: &[G_10, G_10_ZERO],
             run: g10_heads,
         },
         Check {
             name: "_resolve_mask",
-            sites: &[
-                "musa.G-11",
-                "musa.G-11.window-type",
-                "musa.G-11.tensor-bool",
-            ],
+            sites: &[G_11, G_11_WINDOW_TYPE, G_11_TENSOR_BOOL],
             run: g11_resolve_mask,
         },
         Check {
             name: "_get_fwd_kernel_config",
-            sites: &["musa.G-13"],
+            sites: &[G_13],
             run: g13_kernel_config,
         },
     ],
 };
 
 fn ver_gate(s: &mut MusaState) -> Result<(), Fail> {
-    fail_if(!s.arg(Param::Ver).eq_int(3), "musa.W-1")
+    fail_if(!s.arg(Param::Ver).eq_int(3))
 }
 
 /// What the wrapper and mate's FA3 wrapper accept and silently drop or rename (§2.1, §2.2).
 fn dropped_arguments(s: &mut MusaState) -> Result<(), Fail> {
     if s.given(Param::ScoreMod) {
-        s.hazard("H-MUSA-SCORE-MOD-DROPPED", &[]);
+        s.hazard(H_MUSA_SCORE_MOD_DROPPED, &[]);
     }
     if s.given(Param::AuxTensors) {
-        s.hazard("H-MUSA-AUX-TENSORS-DROPPED", &[]);
+        s.hazard(H_MUSA_AUX_TENSORS_DROPPED, &[]);
     }
     if s.given(Param::Sinks) {
-        s.hazard("H-MUSA-SINKS-RENAMED", &[]);
+        s.hazard(H_MUSA_SINKS_RENAMED, &[]);
     }
     Ok(())
 }
@@ -141,15 +139,11 @@ fn inject(s: &mut MusaState) -> Result<(), Fail> {
     // page_size = k_cache.shape[1] if k_cache is not None else 1 (read, then dropped by layer 2).
     let k_cache = s.arg(Param::KCache);
     if !k_cache.is_none() {
-        let t = py::tensor(k_cache, "shape", "musa.W-2.k_cache.attr")?;
-        py::shape_at(t, 1, "musa.W-2.k_cache.index")?;
+        let t = py::tensor(k_cache, "shape").at(W_2_K_CACHE_ATTR)?;
+        py::shape_at(t, 1).at(W_2_K_CACHE_INDEX)?;
     }
-    let cu = py::tensor(
-        s.arg(Param::CuSeqlensQ),
-        "shape",
-        "musa.W-2.cu_seqlens_q.attr",
-    )?;
-    let batch = py::int(py::shape_at(cu, -1, "musa.W-2.cu_seqlens_q.index")?) - 1;
+    let cu = py::tensor(s.arg(Param::CuSeqlensQ), "shape").at(W_2_CU_SEQLENS_Q_ATTR)?;
+    let batch = py::int(py::shape_at(cu, -1).at(W_2_CU_SEQLENS_Q_INDEX)?) - 1;
     let b = backend(s);
     let layer_id = i64::from(b.layer.as_ref().expect("active injection").layer_id);
     let update = should_update(b)?;
@@ -169,13 +163,13 @@ fn inject(s: &mut MusaState) -> Result<(), Fail> {
     };
     let splits = s.arg(Param::NumSplits).as_int().unwrap_or(0);
     if matches!(s.injection, Injection::Recompute { .. }) && batch > 31 && splits != 1 {
-        s.hazard("H-MUSA-METADATA-SPLIT-RACE", &[&batch.to_string()]);
+        s.hazard(H_MUSA_METADATA_SPLIT_RACE, &[&batch.to_string()]);
     }
     if let Injection::Mla { is_inited } = s.injection {
-        s.hazard("H-MUSA-MLA-TUPLE-METADATA", &[&py_bool(is_inited)]);
+        s.hazard(H_MUSA_MLA_TUPLE_METADATA, &[&py_bool(is_inited)]);
     } else {
         s.hazard(
-            "H-MUSA-METADATA-INJECTED",
+            H_MUSA_METADATA_INJECTED,
             &[how, &prefix, &layer_id.to_string()],
         );
     }
@@ -224,19 +218,13 @@ fn pp_start_layer(partition: Option<&str>, layers: i64, rank: i64, size: i64) ->
         .split(',')
         .map(python_int_from_str)
         .collect::<Option<_>>()
-        .ok_or_else(|| Fail::with("musa.W-2.pp.partition", [text.to_string()]))?;
+        .ok_or_else(|| Fail::with([text.to_string()]).at(W_2_PP_PARTITION))?;
     if counts.len() as i64 != size {
-        return Err(Fail::with(
-            "musa.W-2.pp.count",
-            [counts.len().to_string(), size.to_string()],
-        ));
+        return Err(Fail::with([counts.len().to_string(), size.to_string()]).at(W_2_PP_COUNT));
     }
     let sum = counts.iter().fold(0i64, |a, &c| a.saturating_add(c));
     if sum != layers {
-        return Err(Fail::with(
-            "musa.W-2.pp.sum",
-            [sum.to_string(), layers.to_string()],
-        ));
+        return Err(Fail::with([sum.to_string(), layers.to_string()]).at(W_2_PP_SUM));
     }
     Ok(counts
         .iter()
@@ -255,8 +243,8 @@ fn g1_seqused_k(s: &mut MusaState) -> Result<(), Fail> {
     if v.is_none() {
         return Ok(());
     }
-    let t = py::tensor(v, "stride", "musa.G-1.attr")?;
-    py::stride(t, -1, "musa.G-1.index", "musa.G-1.index")?;
+    let t = py::tensor(v, "stride").at(G_1_ATTR)?;
+    py::stride(t, -1, G_1_INDEX, G_1_INDEX)?;
     Ok(())
 }
 
@@ -308,8 +296,8 @@ pub(super) fn tensor_bound(
 /// `window_size` after mate's `None` default, subscripted as `[0]`, `[1]`.
 pub(super) fn window_pair(
     v: &PyValue,
-    type_site: &'static str,
-    index_site: &'static str,
+    type_site: &'static Site,
+    index_site: &'static Site,
 ) -> Result<(WindowBound, WindowBound), Fail> {
     if v.is_none() {
         let default = WindowBound::Num(PyNum::int(-1));
@@ -321,12 +309,7 @@ pub(super) fn window_pair(
 }
 
 fn g1_window(s: &mut MusaState) -> Result<(), Fail> {
-    window_pair(
-        s.arg(Param::WindowSize),
-        "musa.G-1.window-type",
-        "musa.G-1.window-index",
-    )
-    .map(|_| ())
+    window_pair(s.arg(Param::WindowSize), G_1_WINDOW_TYPE, G_1_WINDOW_INDEX).map(|_| ())
 }
 
 fn g6_seqused_k_shape(s: &mut MusaState) -> Result<(), Fail> {
@@ -337,23 +320,23 @@ fn g6_seqused_k_shape(s: &mut MusaState) -> Result<(), Fail> {
         Injection::Recompute { batch } => batch,
         _ => unreachable!("chain M runs only when recomputing"),
     };
-    fail_if(t.ndim() != 1 || py::int(t.shape[0]) != batch, "musa.G-6")
+    fail_if(t.ndim() != 1 || py::int(t.shape[0]) != batch)
 }
 
 fn g8_int32_contiguous(s: &mut MusaState) -> Result<(), Fail> {
     // cache_seqlens was copied by maybe_contiguous when its last stride was not 1.
     let cu = cu_seqlens_q(s);
-    fail_if(cu.dtype != Dtype::Int32, "musa.G-8.dtype")?;
-    fail_if(cu.stride_of(0) != Some(1), "musa.G-8.contiguous")?;
+    fail_if(cu.dtype != Dtype::Int32).at(G_8_DTYPE)?;
+    fail_if(cu.stride_of(0) != Some(1)).at(G_8_CONTIGUOUS)?;
     if let Some(t) = s.tensor(Param::CacheSeqlens) {
-        fail_if(t.dtype != Dtype::Int32, "musa.G-8.dtype")?;
+        fail_if(t.dtype != Dtype::Int32).at(G_8_DTYPE)?;
     }
     Ok(())
 }
 
 fn g9_on_musa(s: &mut MusaState) -> Result<(), Fail> {
     let cache_ok = s.tensor(Param::CacheSeqlens).is_none_or(is_musa);
-    fail_if(!is_musa(cu_seqlens_q(s)) || !cache_ok, "musa.G-9")
+    fail_if(!is_musa(cu_seqlens_q(s)) || !cache_ok)
 }
 
 fn layer_heads(s: &MusaState) -> (i64, i64, i64, i64) {
@@ -368,16 +351,12 @@ fn layer_heads(s: &MusaState) -> (i64, i64, i64, i64) {
 
 fn g10_heads(s: &mut MusaState) -> Result<(), Fail> {
     let (hq, hk, _, _) = layer_heads(s);
-    fail_if(hk == 0, "musa.G-10.zero")?;
-    fail_if(hq.rem_euclid(hk) != 0, "musa.G-10")
+    fail_if(hk == 0).at(G_10_ZERO)?;
+    fail_if(hq.rem_euclid(hk) != 0).at(G_10)
 }
 
 fn g11_resolve_mask(s: &mut MusaState) -> Result<(), Fail> {
-    let (left, right) = window_pair(
-        s.arg(Param::WindowSize),
-        "musa.G-1.window-type",
-        "musa.G-1.window-index",
-    )?;
+    let (left, right) = window_pair(s.arg(Param::WindowSize), G_1_WINDOW_TYPE, G_1_WINDOW_INDEX)?;
     let max_seqlen_k = backend(s).max_seqlen_k.map(|_| ());
     let max_seqlen_q = s.arg(Param::MaxSeqlenQ);
     let seqlen_q = max_seqlen_q.as_number().map(|_| ());
@@ -388,10 +367,10 @@ fn g11_resolve_mask(s: &mut MusaState) -> Result<(), Fail> {
         seqlen_q.ok_or(max_seqlen_q.type_name()),
     )
     .map_err(|e| match e {
-        MaskOperandError::Seqlen(ty) => Fail::with("musa.G-11", [ty]),
-        MaskOperandError::Window(ty) => Fail::with("musa.G-11.window-type", [ty]),
+        MaskOperandError::Seqlen(ty) => Fail::with([ty]).at(G_11),
+        MaskOperandError::Window(ty) => Fail::with([ty]).at(G_11_WINDOW_TYPE),
         MaskOperandError::AmbiguousTensor(n) => {
-            Fail::with("musa.G-11.tensor-bool", [ambiguous_values(n)])
+            Fail::with([ambiguous_values(n)]).at(G_11_TENSOR_BOOL)
         }
     })
 }
@@ -450,12 +429,7 @@ fn g13_kernel_config(s: &mut MusaState) -> Result<(), Fail> {
         None,
     )
     .map(|_| ())
-    .map_err(|e| {
-        Fail::with(
-            "musa.G-13",
-            [e.head_dim.to_string(), e.head_dim_v.to_string()],
-        )
-    })
+    .map_err(|e| Fail::with([e.head_dim.to_string(), e.head_dim_v.to_string()]))
 }
 
 fn to_dim(d: i64) -> usize {
@@ -476,15 +450,15 @@ mod tests {
         assert_eq!(pp_start_layer(Some("3, 7"), 10, 1, 2), Ok(3));
         assert_eq!(
             pp_start_layer(Some("3,x"), 10, 1, 2).unwrap_err(),
-            Fail::with("musa.W-2.pp.partition", ["3,x".to_string()])
+            Fail::with(["3,x".to_string()]).at(W_2_PP_PARTITION)
         );
         assert_eq!(
             pp_start_layer(Some("10"), 10, 0, 2).unwrap_err(),
-            Fail::with("musa.W-2.pp.count", ["1".to_string(), "2".to_string()])
+            Fail::with(["1".to_string(), "2".to_string()]).at(W_2_PP_COUNT)
         );
         assert_eq!(
             pp_start_layer(Some("4,4"), 10, 0, 2).unwrap_err(),
-            Fail::with("musa.W-2.pp.sum", ["8".to_string(), "10".to_string()])
+            Fail::with(["8".to_string(), "10".to_string()]).at(W_2_PP_SUM)
         );
         assert_eq!(python_int_from_str("1_0"), Some(10));
         assert_eq!(python_int_from_str(""), None);

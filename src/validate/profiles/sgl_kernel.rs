@@ -11,19 +11,18 @@ use super::cuda_op::{
     OP_CALL, SGL_FWD_OP, SeqlensLength, assert_last_stride, binding_rejection, default_scale,
     expand_int_seqlens, index_window, maybe_contiguous_all, profile_sites,
 };
-use super::cuda_state::{Arg, CudaState, Flavour, python_shape, python_stride_last, python_tensor};
+use super::cuda_state::{
+    Arg, CudaState, Flavour, ensure, python_shape, python_stride_last, python_tensor,
+};
 use super::mha_fwd::{LAUNCH, MHA_FWD, SINKS, op_int, render, resolved};
 use crate::call::{
     Device, Dtype, KvCacheCall, LseLayout, Param, PyValue, TensorArg, python_int_from_str,
     signature,
 };
-use crate::validate::engine::{Check, Fail, HazardLog, Layer, run_layers};
+use crate::validate::engine::{At, Check, Fail, HazardLog, Layer, run_layers};
+use crate::validate::registry::cuda::*;
 use crate::validate::{Outcome, Profile, Resolved, Verdict};
 use std::sync::OnceLock;
-
-fn ensure(ok: bool, site: &'static str) -> Result<(), Fail> {
-    if ok { Ok(()) } else { Err(Fail::new(site)) }
-}
 
 /// The FA3 branch of `flash_attn_with_kvcache` (`flash_attn.py:L203-267`).
 static FA3_PYTHON: Layer<CudaState> = Layer {
@@ -36,11 +35,11 @@ static FA3_PYTHON: Layer<CudaState> = Layer {
                 let ver = s.py(Param::Ver);
                 if !ver.eq_int(3) {
                     let shown = ver.to_string();
-                    s.hazard("H-SGL-VER-RUNS-FA3", &[&shown]);
+                    s.hazard(H_SGL_VER_RUNS_FA3, &[&shown]);
                 }
                 for param in [Param::ScoreMod, Param::AuxTensors] {
                     if !s.py(param).is_none() {
-                        s.hazard("H-SGL-ARG-DROPPED", &[param.name()]);
+                        s.hazard(H_SGL_ARG_DROPPED, &[param.name()]);
                     }
                 }
                 Ok(())
@@ -48,28 +47,28 @@ static FA3_PYTHON: Layer<CudaState> = Layer {
         },
         Check {
             name: "k_cache last stride",
-            sites: &["py.no-attribute", "aten.dim-no-dims", "sgl.B3-1"],
-            run: |s| assert_last_stride(s, Param::KCache, "sgl.B3-1"),
+            sites: &[PY_NO_ATTRIBUTE, ATEN_DIM_NO_DIMS, SGL_B3_1],
+            run: |s| assert_last_stride(s, Param::KCache).at(SGL_B3_1),
         },
         Check {
             name: "v_cache last stride",
-            sites: &["py.no-attribute", "aten.dim-no-dims", "sgl.B3-2"],
-            run: |s| assert_last_stride(s, Param::VCache, "sgl.B3-2"),
+            sites: &[PY_NO_ATTRIBUTE, ATEN_DIM_NO_DIMS, SGL_B3_2],
+            run: |s| assert_last_stride(s, Param::VCache).at(SGL_B3_2),
         },
         Check {
             name: "default softmax_scale",
-            sites: &["py.no-attribute", "py.tuple-index", "py.zero-power"],
+            sites: &[PY_NO_ATTRIBUTE, PY_TUPLE_INDEX, PY_ZERO_POWER],
             run: default_scale,
         },
         Check {
             name: "int cache_seqlens",
-            sites: &["py.no-attribute", "py.tuple-index", "aten.full-overflow"],
+            sites: &[PY_NO_ATTRIBUTE, PY_TUPLE_INDEX, ATEN_FULL_OVERFLOW],
             run: |s| expand_int_seqlens(s, SeqlensLength::CacheRows),
         },
         Check {
             // L215-228: a tensor cache_seqlens is not among them.
             name: "maybe_contiguous",
-            sites: &["py.no-attribute", "aten.dim-no-dims"],
+            sites: &[PY_NO_ATTRIBUTE, ATEN_DIM_NO_DIMS],
             run: |s| {
                 maybe_contiguous_all(
                     s,
@@ -93,11 +92,11 @@ static FA3_PYTHON: Layer<CudaState> = Layer {
         Check {
             name: "int(attention_chunk)",
             sites: &[
-                "py.int-literal",
-                "py.int-nan",
-                "py.int-inf",
-                "py.int-type",
-                "aten.tensor-to-scalar",
+                PY_INT_LITERAL,
+                PY_INT_NAN,
+                PY_INT_INF,
+                PY_INT_TYPE,
+                ATEN_TENSOR_TO_SCALAR,
             ],
             run: |s| {
                 s.attention_chunk = python_int(s.py(Param::AttentionChunk))?;
@@ -107,14 +106,14 @@ static FA3_PYTHON: Layer<CudaState> = Layer {
         Check {
             name: "window_size[0], window_size[1]",
             sites: &[
-                "py.not-subscriptable",
-                "py.tuple-index",
-                "py.list-index",
-                "py.str-index",
-                "aten.tensor-index",
-                "aten.index-0d",
-                "aten.dim-no-dims",
-                "aten.dim-range",
+                PY_NOT_SUBSCRIPTABLE,
+                PY_TUPLE_INDEX,
+                PY_LIST_INDEX,
+                PY_STR_INDEX,
+                ATEN_TENSOR_INDEX,
+                ATEN_INDEX_0D,
+                ATEN_DIM_NO_DIMS,
+                ATEN_DIM_RANGE,
             ],
             run: index_window,
         },
@@ -127,20 +126,17 @@ fn python_int(value: &PyValue) -> Result<PyValue, Fail> {
         PyValue::None => Ok(PyValue::Int(0)),
         PyValue::Int(i) => Ok(PyValue::Int(*i)),
         PyValue::Bool(b) => Ok(PyValue::Int(*b as i64)),
-        PyValue::Float(f) if f.is_nan() => Err(Fail::new("py.int-nan")),
-        PyValue::Float(f) if f.is_infinite() => Err(Fail::new("py.int-inf")),
+        PyValue::Float(f) if f.is_nan() => Err(Fail::new().at(PY_INT_NAN)),
+        PyValue::Float(f) if f.is_infinite() => Err(Fail::new().at(PY_INT_INF)),
         PyValue::Float(f) => Ok(PyValue::Int(f.trunc() as i64)),
         PyValue::Str(text) => python_int_from_str(text)
             .map(PyValue::Int)
-            .ok_or_else(|| Fail::with("py.int-literal", [value.to_string()])),
+            .ok_or_else(|| Fail::with([value.to_string()]).at(PY_INT_LITERAL)),
         PyValue::Tensor(t) => match t.numel() {
             Some(1) => Ok(PyValue::Int(op_int(value))),
-            n => Err(Fail::with(
-                "aten.tensor-to-scalar",
-                [n.unwrap_or(usize::MAX).to_string()],
-            )),
+            n => Err(Fail::with([n.unwrap_or(usize::MAX).to_string()]).at(ATEN_TENSOR_TO_SCALAR)),
         },
-        other => Err(Fail::with("py.int-type", [other.type_name().to_string()])),
+        other => Err(Fail::with([other.type_name().to_string()]).at(PY_INT_TYPE)),
     }
 }
 
@@ -152,22 +148,18 @@ static FA4_WRAPPER: Layer<CudaState> = Layer {
     checks: &[
         Check {
             name: "FA4 asserts",
-            sites: &["sgl.FA4-2", "sgl.FA4-3", "sgl.FA4-4", "sgl.FA4-5"],
+            sites: &[SGL_FA4_2, SGL_FA4_3, SGL_FA4_4, SGL_FA4_5],
             run: |s| {
                 let none = |params: &[Param]| params.iter().all(|&p| s.py(p).is_none());
-                ensure(none(&[Param::K, Param::V]), "sgl.FA4-2")?;
-                ensure(
-                    none(&[Param::RotaryCos, Param::RotarySin, Param::RotarySeqlens]),
-                    "sgl.FA4-3",
-                )?;
-                ensure(
-                    none(&[Param::CacheBatchIdx, Param::CacheLeftpad]),
-                    "sgl.FA4-4",
-                )?;
-                ensure(
-                    none(&[Param::QDescale, Param::KDescale, Param::VDescale]),
-                    "sgl.FA4-5",
-                )
+                ensure(none(&[Param::K, Param::V])).at(SGL_FA4_2)?;
+                ensure(none(&[
+                    Param::RotaryCos,
+                    Param::RotarySin,
+                    Param::RotarySeqlens,
+                ]))
+                .at(SGL_FA4_3)?;
+                ensure(none(&[Param::CacheBatchIdx, Param::CacheLeftpad])).at(SGL_FA4_4)?;
+                ensure(none(&[Param::QDescale, Param::KDescale, Param::VDescale])).at(SGL_FA4_5)
             },
         },
         Check {
@@ -175,7 +167,7 @@ static FA4_WRAPPER: Layer<CudaState> = Layer {
             sites: &[],
             run: |s| {
                 if !s.py(Param::Qv).is_none() {
-                    s.hazard("H-SGL-FA4-QV-DROPPED", &[]);
+                    s.hazard(H_SGL_FA4_QV_DROPPED, &[]);
                 }
                 let dropped = [
                     ("cu_seqlens_k_new", s.py(Param::CuSeqlensKNew).is_none()),
@@ -192,7 +184,7 @@ static FA4_WRAPPER: Layer<CudaState> = Layer {
                 ];
                 for (name, harmless) in dropped {
                     if !harmless {
-                        s.hazard("H-SGL-FA4-ARG-DROPPED", &[name]);
+                        s.hazard(H_SGL_FA4_ARG_DROPPED, &[name]);
                     }
                 }
                 Ok(())
@@ -203,14 +195,14 @@ static FA4_WRAPPER: Layer<CudaState> = Layer {
             // flash_attn_varlen_func indexes it.
             name: "window_size",
             sites: &[
-                "py.not-subscriptable",
-                "py.tuple-index",
-                "py.list-index",
-                "py.str-index",
-                "aten.tensor-index",
-                "aten.index-0d",
-                "aten.dim-no-dims",
-                "aten.dim-range",
+                PY_NOT_SUBSCRIPTABLE,
+                PY_TUPLE_INDEX,
+                PY_LIST_INDEX,
+                PY_STR_INDEX,
+                ATEN_TENSOR_INDEX,
+                ATEN_INDEX_0D,
+                ATEN_DIM_NO_DIMS,
+                ATEN_DIM_RANGE,
             ],
             run: |s| match s.py(Param::WindowSize) {
                 PyValue::Tuple(w) if w.len() == 2 && w.iter().all(|x| x.eq_int(-1)) => {
@@ -244,7 +236,7 @@ static FA4_INTERFACE: Layer<CudaState> = Layer {
     checks: &[
         Check {
             name: "maybe_contiguous q, k, v",
-            sites: &["py.no-attribute", "aten.dim-no-dims"],
+            sites: &[PY_NO_ATTRIBUTE, ATEN_DIM_NO_DIMS],
             run: |s| {
                 for param in [Param::Q, Param::KCache, Param::VCache] {
                     python_stride_last(s.py(param))?;
@@ -255,72 +247,64 @@ static FA4_INTERFACE: Layer<CudaState> = Layer {
         Check {
             name: "sizes and page_table",
             sites: &[
-                "py.unpack",
-                "py.no-attribute",
-                "py.tuple-index",
-                "aten.dim-no-dims",
-                "sgl.FA4I-1",
-                "sgl.FA4I-2",
-                "sgl.FA4I-3",
+                PY_UNPACK,
+                PY_NO_ATTRIBUTE,
+                PY_TUPLE_INDEX,
+                ATEN_DIM_NO_DIMS,
+                SGL_FA4I_1,
+                SGL_FA4I_2,
+                SGL_FA4I_3,
             ],
             run: |s| fa4_sizes(s).map(|_| ()),
         },
         Check {
             name: "k/v shapes",
-            sites: &["sgl.FA4I-4", "sgl.FA4I-5", "sgl.FA4I-6", "sgl.FA4I-7"],
+            sites: &[SGL_FA4I_4, SGL_FA4I_5, SGL_FA4I_6, SGL_FA4I_7],
             run: |s| {
                 let z = fa4_sizes(s)?;
                 let (k, v) = (fa4_tensor(s, Param::KCache), fa4_tensor(s, Param::VCache));
                 let (lead, sites) = if s.py(Param::PageTable).is_none() {
-                    ([z.batch, z.seqlen_k], ["sgl.FA4I-4", "sgl.FA4I-5"])
+                    ([z.batch, z.seqlen_k], [SGL_FA4I_4, SGL_FA4I_5])
                 } else {
-                    ([k.shape[0], z.page_size], ["sgl.FA4I-6", "sgl.FA4I-7"])
+                    ([k.shape[0], z.page_size], [SGL_FA4I_6, SGL_FA4I_7])
                 };
-                ensure(
-                    k.shape == [lead[0], lead[1], z.heads_kv, z.head_dim],
-                    sites[0],
-                )?;
-                ensure(
-                    v.shape == [lead[0], lead[1], z.heads_kv, z.head_dim_v],
-                    sites[1],
-                )
+                ensure(k.shape == [lead[0], lead[1], z.heads_kv, z.head_dim]).at(sites[0])?;
+                ensure(v.shape == [lead[0], lead[1], z.heads_kv, z.head_dim_v]).at(sites[1])
             },
         },
         Check {
             name: "cu_seqlens_q and seqused_k shapes",
-            sites: &["sgl.FA4I-8", "py.no-attribute", "sgl.FA4I-9"],
+            sites: &[SGL_FA4I_8, PY_NO_ATTRIBUTE, SGL_FA4I_9],
             run: |s| {
                 let z = fa4_sizes(s)?;
                 if let Some(cu) = s.py(Param::CuSeqlensQ).as_tensor() {
-                    ensure(cu.shape == [z.batch + 1], "sgl.FA4I-8")?;
+                    ensure(cu.shape == [z.batch + 1]).at(SGL_FA4I_8)?;
                 }
                 let seqused = s.py(Param::CacheSeqlens);
                 if !seqused.is_none() {
                     // An int cache_seqlens is not expanded on this path.
                     let t = python_tensor(seqused, "shape")?;
-                    ensure(t.shape == [z.batch], "sgl.FA4I-9")?;
+                    ensure(t.shape == [z.batch]).at(SGL_FA4I_9)?;
                 }
                 Ok(())
             },
         },
         Check {
             name: "dtypes",
-            sites: &["sgl.FA4I-10", "sgl.FA4I-11", "sgl.FA4I-12", "sgl.FA4I-13"],
+            sites: &[SGL_FA4I_10, SGL_FA4I_11, SGL_FA4I_12, SGL_FA4I_13],
             run: |s| {
                 let dtype = |n| fa4_tensor(s, n).dtype;
-                ensure(
-                    matches!(dtype(Param::Q), Dtype::Float16 | Dtype::Bfloat16),
-                    "sgl.FA4I-10",
-                )?;
+                ensure(matches!(dtype(Param::Q), Dtype::Float16 | Dtype::Bfloat16))
+                    .at(SGL_FA4I_10)?;
                 ensure(
                     dtype(Param::KCache) == dtype(Param::Q)
                         && dtype(Param::VCache) == dtype(Param::Q),
-                    "sgl.FA4I-11",
-                )?;
+                )
+                .at(SGL_FA4I_11)?;
                 for param in [Param::CuSeqlensQ, Param::CacheSeqlens] {
                     if let Some(t) = s.py(param).as_tensor() {
-                        ensure(t.dtype == Dtype::Int32, "sgl.FA4I-12")?;
-                        ensure(t.stride_of(0) == Some(1), "sgl.FA4I-13")?;
+                        ensure(t.dtype == Dtype::Int32).at(SGL_FA4I_12)?;
+                        ensure(t.stride_of(0) == Some(1)).at(SGL_FA4I_13)?;
                     }
                 }
                 Ok(())
@@ -328,7 +312,7 @@ static FA4_INTERFACE: Layer<CudaState> = Layer {
         },
         Check {
             name: "learnable_sink",
-            sites: &["py.no-attribute", "sgl.FA4I-14", "sgl.FA4I-15"],
+            sites: &[PY_NO_ATTRIBUTE, SGL_FA4I_14, SGL_FA4I_15],
             run: |s| {
                 let sinks = s.py(Param::Sinks);
                 if sinks.is_none() {
@@ -336,19 +320,19 @@ static FA4_INTERFACE: Layer<CudaState> = Layer {
                 }
                 let heads = fa4_sizes(s)?.heads;
                 let t = python_tensor(sinks, "shape")?;
-                ensure(t.shape == [heads], "sgl.FA4I-14")?;
-                ensure(t.dtype == Dtype::Bfloat16, "sgl.FA4I-15")
+                ensure(t.shape == [heads]).at(SGL_FA4I_14)?;
+                ensure(t.dtype == Dtype::Bfloat16).at(SGL_FA4I_15)
             },
         },
         Check {
             name: "devices and head dims",
             sites: &[
-                "sgl.FA4I-16",
-                "py.modulo-zero",
-                "sgl.FA4I-17",
-                "sgl.FA4I-18",
-                "sgl.FA4I-19",
-                "sgl.FA4I-20",
+                SGL_FA4I_16,
+                PY_MODULO_ZERO,
+                SGL_FA4I_17,
+                SGL_FA4I_18,
+                SGL_FA4I_19,
+                SGL_FA4I_20,
             ],
             run: |s| {
                 let on_cuda = [
@@ -363,45 +347,42 @@ static FA4_INTERFACE: Layer<CudaState> = Layer {
                 .iter()
                 .filter_map(|&p| s.py(p).as_tensor())
                 .all(|t| t.device_or(Device::Cuda) == Device::Cuda);
-                ensure(on_cuda, "sgl.FA4I-16")?;
+                ensure(on_cuda).at(SGL_FA4I_16)?;
                 let z = fa4_sizes(s)?;
                 if z.heads_kv == 0 {
-                    return Err(Fail::new("py.modulo-zero"));
+                    return Err(Fail::new().at(PY_MODULO_ZERO));
                 }
-                ensure(z.heads % z.heads_kv == 0, "sgl.FA4I-17")?;
-                ensure(z.head_dim <= 256, "sgl.FA4I-18")?;
+                ensure(z.heads % z.heads_kv == 0).at(SGL_FA4I_17)?;
+                ensure(z.head_dim <= 256).at(SGL_FA4I_18)?;
                 // alignment = 16 // q.element_size(): 8 for the fp16/bf16 inputs allowed above.
                 let alignment = 16 / fa4_tensor(s, Param::Q).dtype.size_bytes();
-                let fail = |site| Err(Fail::with(site, [alignment.to_string()]));
+                let fail = |site| Err(Fail::with([alignment.to_string()]).at(site));
                 if z.head_dim % alignment != 0 {
-                    return fail("sgl.FA4I-19");
+                    return fail(SGL_FA4I_19);
                 }
                 if z.head_dim_v % alignment != 0 {
-                    return fail("sgl.FA4I-20");
+                    return fail(SGL_FA4I_20);
                 }
                 Ok(())
             },
         },
         Check {
             name: "softcap with score_mod",
-            sites: &["sgl.FA4I-21"],
+            sites: &[SGL_FA4I_21],
             run: |s| {
                 let softcap = s.py(Param::Softcap).as_number().unwrap_or(0.0);
-                ensure(
-                    softcap == 0.0 || s.py(Param::ScoreMod).is_none(),
-                    "sgl.FA4I-21",
-                )
+                ensure(softcap == 0.0 || s.py(Param::ScoreMod).is_none())
             },
         },
         Check {
             name: "sm90 kernel",
-            sites: &["sgl.FA4I-22", "sgl.FA4I-23"],
+            sites: &[SGL_FA4I_22, SGL_FA4I_23],
             run: |s| {
-                ensure(s.py(Param::PageTable).is_none(), "sgl.FA4I-22")?;
+                ensure(s.py(Param::PageTable).is_none()).at(SGL_FA4I_22)?;
                 let splits = op_int(s.py(Param::NumSplits));
-                ensure(splits <= 1, "sgl.FA4I-23")?;
+                ensure(splits <= 1).at(SGL_FA4I_23)?;
                 if splits < 1 {
-                    s.hazard("H-SGL-FA4-SPLITS-UNMODELLED", &[]);
+                    s.hazard(H_SGL_FA4_SPLITS_UNMODELLED, &[]);
                 }
                 s.fa4 = Some(Box::new(fa4_resolved(s)?));
                 Ok(())
@@ -422,10 +403,7 @@ fn fa4_sizes(s: &CudaState) -> Result<Fa4Sizes, Fail> {
     let (q, k) = (fa4_tensor(s, Param::Q), fa4_tensor(s, Param::KCache));
     let unpack = |t: &TensorArg, want: usize| {
         if t.ndim() < want {
-            Err(Fail::with(
-                "py.unpack",
-                [want.to_string(), t.ndim().to_string()],
-            ))
+            Err(Fail::with([want.to_string(), t.ndim().to_string()]).at(PY_UNPACK))
         } else {
             Ok(())
         }
@@ -455,10 +433,10 @@ fn fa4_sizes(s: &CudaState) -> Result<Fa4Sizes, Fail> {
         PyValue::None => z.seqlen_k = python_shape(s.py(Param::KCache), -3)?,
         pt => {
             let table = python_tensor(pt, "dtype")?;
-            ensure(table.dtype == Dtype::Int32, "sgl.FA4I-1")?;
-            ensure(python_stride_last(pt)? == 1, "sgl.FA4I-2")?;
+            ensure(table.dtype == Dtype::Int32).at(SGL_FA4I_1)?;
+            ensure(python_stride_last(pt)? == 1).at(SGL_FA4I_2)?;
             let pages_per_seq = python_shape(pt, 1)?;
-            ensure(table.shape == [z.batch, pages_per_seq], "sgl.FA4I-3")?;
+            ensure(table.shape == [z.batch, pages_per_seq]).at(SGL_FA4I_3)?;
             unpack(k, 2)?;
             z.page_size = k.shape[1];
             z.seqlen_k = pages_per_seq * z.page_size;
@@ -559,14 +537,14 @@ impl Profile for SglKernel {
                 match state.fa4.take() {
                     Some(resolved) => {
                         if lse {
-                            state.hazard("H-SGL-FA4-RETURNS-2-TUPLE", &[]);
+                            state.hazard(H_SGL_FA4_RETURNS_2_TUPLE, &[]);
                         }
                         Outcome::Accepted(resolved)
                     }
                     None => {
                         if lse {
                             state.hazard(
-                                "H-CUDA-RETURNS-4-TUPLE",
+                                H_CUDA_RETURNS_4_TUPLE,
                                 &["out_accum, softmax_lse_accum; None unless split"],
                             );
                         }
@@ -607,11 +585,11 @@ mod tests {
         assert!(python_int(&PyValue::Str("_1".into())).is_err());
         assert_eq!(
             python_int(&PyValue::Str("x".into())),
-            Err(Fail::with("py.int-literal", ["'x'".to_string()]))
+            Err(Fail::with(["'x'".to_string()]).at(PY_INT_LITERAL))
         );
         assert_eq!(
             python_int(&PyValue::List(vec![])),
-            Err(Fail::with("py.int-type", ["list".to_string()]))
+            Err(Fail::with(["list".to_string()]).at(PY_INT_TYPE))
         );
     }
 

@@ -42,12 +42,71 @@ macro_rules! hazard {
     };
 }
 
+/// Whether `constant` is the name the registry gives the site or hazard `id`: `id` without
+/// `prefix`, in upper case, with every `.` and `-` written `_` (`musa.W-2.k_cache.attr` is
+/// `W_2_K_CACHE_ATTR` in the MUSA registry). Checked at compile time for every declaration.
+pub(crate) const fn names(constant: &str, id: &str, prefix: &str) -> bool {
+    let (constant, id, prefix) = (constant.as_bytes(), id.as_bytes(), prefix.as_bytes());
+    if id.len() < prefix.len() || constant.len() != id.len() - prefix.len() {
+        return false;
+    }
+    let mut i = 0;
+    while i < prefix.len() {
+        if id[i] != prefix[i] {
+            return false;
+        }
+        i += 1;
+    }
+    let mut j = 0;
+    while j < constant.len() {
+        let expected = match id[prefix.len() + j] {
+            b'.' | b'-' => b'_',
+            b => b.to_ascii_uppercase(),
+        };
+        if constant[j] != expected {
+            return false;
+        }
+        j += 1;
+    }
+    true
+}
+
+/// Declares error sites: `NAME = site!(...)` makes `pub const NAME: &Site`, its name checked
+/// against the id (without `$prefix`, see [`names`]), and `$list` lists them in order.
+macro_rules! sites {
+    ($prefix:literal, $list:ident: $($name:ident = $site:expr),* $(,)?) => {
+        $(
+            pub const $name: &$crate::validate::registry::Site = &$site;
+            const _: () = assert!(
+                $crate::validate::registry::names(stringify!($name), $name.id, $prefix),
+                concat!("the constant ", stringify!($name), " does not name its site's id")
+            );
+        )*
+        pub(super) static $list: &[&$crate::validate::registry::Site] = &[$($name),*];
+    };
+}
+
+/// Declares hazards as [`sites!`] declares sites: `NAME = hazard!(...)` makes
+/// `pub const NAME: &HazardDef`, named after the whole code.
+macro_rules! hazards {
+    ($list:ident: $($name:ident = $hazard:expr),* $(,)?) => {
+        $(
+            pub const $name: &$crate::validate::registry::HazardDef = &$hazard;
+            const _: () = assert!(
+                $crate::validate::registry::names(stringify!($name), $name.code, ""),
+                concat!("the constant ", stringify!($name), " does not name its hazard's code")
+            );
+        )*
+        pub(super) static $list: &[&$crate::validate::registry::HazardDef] = &[$($name),*];
+    };
+}
+
 pub mod cuda;
-mod musa;
-mod scheduler;
+pub mod musa;
+pub mod scheduler;
 
 /// One place in one stack that raises an exception.
-#[derive(Debug)]
+#[derive(Debug, PartialEq, Eq)]
 pub struct Site {
     /// Stable id, e.g. `musa.W-1` (prefix = stack, suffix = the spec's check label).
     pub id: &'static str,
@@ -99,35 +158,26 @@ pub struct HazardDef {
 
 /// Every site of every profile.
 pub fn sites() -> impl Iterator<Item = &'static Site> {
-    musa::SITES.iter().chain(cuda::sites())
+    musa::SITES.iter().copied().chain(cuda::sites())
 }
 
 /// Every hazard kind.
 pub fn hazards() -> impl Iterator<Item = &'static HazardDef> {
     musa::HAZARDS
         .iter()
+        .copied()
         .chain(cuda::hazards())
-        .chain(scheduler::HAZARDS)
+        .chain(scheduler::HAZARDS.iter().copied())
 }
 
 /// The site registered under `id`.
 ///
 /// # Panics
-/// For an unregistered id: profiles only name registered sites (a test checks every profile's list).
+/// For an unregistered id: every id a profile reports is registered (a test checks each list).
 pub fn site(id: &str) -> &'static Site {
     sites()
         .find(|s| s.id == id)
         .unwrap_or_else(|| panic!("error site {id} is not registered"))
-}
-
-/// The hazard registered under `code`.
-///
-/// # Panics
-/// For an unregistered code (a test checks every code used).
-pub fn hazard(code: &str) -> &'static HazardDef {
-    hazards()
-        .find(|h| h.code == code)
-        .unwrap_or_else(|| panic!("hazard {code} is not registered"))
 }
 
 /// Whether `message` is an instance of `template` (each `{}` matches any text).

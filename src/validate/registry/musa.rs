@@ -4,8 +4,6 @@
 //! assert (`.attr`, `.index`, ...). Sites marked "Shadowed" cannot fire first (an earlier site always
 //! catches the same defect); they are listed so that `explain` knows them.
 
-use super::{HazardDef, Site};
-
 macro_rules! sgl {
     ($lines:literal) => {
         concat!(
@@ -35,16 +33,15 @@ macro_rules! meta {
     };
 }
 
-pub const WRAPPER: &str = "sglang MUSA wrapper V3 flash_attn_with_kvcache";
-pub const INJECTION: &str = "sglang _compute_scheduler_metadata (injection)";
-pub const METADATA: &str =
-    "mate get_scheduler_metadata -> _fmha_get_metadata (injection recompute)";
-pub const MHA: &str = "mate.mha_interface.flash_attn_with_kvcache";
-pub const MLA: &str = "mate MLA decode branch";
-pub const FWD: &str = "mate _fmha_fwd";
-pub const CONFIG: &str = "mate _get_fwd_kernel_config";
-pub const JIT: &str = "mate JIT build";
-pub const COMBINE: &str = "mate _fmha_fwd_combine";
+const WRAPPER: &str = "sglang MUSA wrapper V3 flash_attn_with_kvcache";
+const INJECTION: &str = "sglang _compute_scheduler_metadata (injection)";
+const METADATA: &str = "mate get_scheduler_metadata -> _fmha_get_metadata (injection recompute)";
+const MHA: &str = "mate.mha_interface.flash_attn_with_kvcache";
+const MLA: &str = "mate MLA decode branch";
+const FWD: &str = "mate _fmha_fwd";
+const CONFIG: &str = "mate _get_fwd_kernel_config";
+const JIT: &str = "mate JIT build";
+const COMBINE: &str = "mate _fmha_fwd_combine";
 
 /// CPython 3.11 / torch messages of Python expressions.
 const ATTR: &str = "'{}' object has no attribute '{}'";
@@ -59,9 +56,9 @@ const ON_MUSA: &str = "inputs must be on MUSA device";
 /// torch's `bool()` of a tensor that does not hold exactly one element.
 const TENSOR_BOOL: &str = "Boolean value of Tensor with {} is ambiguous";
 
-pub static SITES: &[Site] = &[
+sites! { "musa.", SITES:
     // ---- SGLang wrapper ------------------------------------------------------------------------
-    site!(
+    W_0 = site!(
         "musa.W-0",
         WRAPPER,
         TypeError,
@@ -72,7 +69,7 @@ pub static SITES: &[Site] = &[
          arguments. Fix: use the wrapper's keywords (`sinks`, not `s_aux`); pass everything after `v_cache` \
          by keyword."
     ),
-    site!(
+    W_1 = site!(
         "musa.W-1",
         WRAPPER,
         ValueError,
@@ -83,7 +80,7 @@ pub static SITES: &[Site] = &[
          ver != 4 silently as FA3. Fixes: pass ver=3 or omit it; for FA2 behaviour use the non-FA3 MUSA \
          attention path instead of this wrapper; audit ported code for a hard-coded ver=2."
     ),
-    site!(
+    W_2_K_CACHE_ATTR = site!(
         "musa.W-2.k_cache.attr",
         INJECTION,
         AttributeError,
@@ -92,7 +89,7 @@ pub static SITES: &[Site] = &[
         "injection runs and `k_cache` is neither None nor a tensor: `k_cache.shape[1]` (page_size)",
         "Only when injection is active (a backend ran a layer, scheduler_metadata None). Fix: pass a tensor cache."
     ),
-    site!(
+    W_2_K_CACHE_INDEX = site!(
         "musa.W-2.k_cache.index",
         INJECTION,
         IndexError,
@@ -101,7 +98,7 @@ pub static SITES: &[Site] = &[
         "injection runs and `k_cache` has fewer than 2 dimensions (`k_cache.shape[1]`)",
         "Fix: pass the 4-D cache (num_blocks, page_size, h_k, d)."
     ),
-    site!(
+    W_2_CU_SEQLENS_Q_ATTR = site!(
         "musa.W-2.cu_seqlens_q.attr",
         INJECTION,
         AttributeError,
@@ -112,7 +109,7 @@ pub static SITES: &[Site] = &[
          run in the process. Fixes: pass cu_seqlens_q with 3-D q, or pass an explicit scheduler_metadata \
          (disables injection), or call mate's flash_attn_interface directly."
     ),
-    site!(
+    W_2_CU_SEQLENS_Q_INDEX = site!(
         "musa.W-2.cu_seqlens_q.index",
         INJECTION,
         IndexError,
@@ -121,7 +118,7 @@ pub static SITES: &[Site] = &[
         "injection runs and `cu_seqlens_q` is a 0-dim tensor",
         "Fix: cu_seqlens_q is the 1-D int32 prefix sum of length batch+1."
     ),
-    site!(
+    W_2_PP_PARTITION = site!(
         "musa.W-2.pp.partition",
         INJECTION,
         ValueError,
@@ -130,7 +127,7 @@ pub static SITES: &[Site] = &[
         "injection runs and env SGLANG_PP_LAYER_PARTITION is not a comma-separated list of ints (get_pp_indices)",
         "Fix: set SGLANG_PP_LAYER_PARTITION to per-stage layer counts, e.g. `16,15,15,15`, or unset it."
     ),
-    site!(
+    W_2_PP_COUNT = site!(
         "musa.W-2.pp.count",
         INJECTION,
         ValueError,
@@ -139,7 +136,7 @@ pub static SITES: &[Site] = &[
         "injection runs and SGLANG_PP_LAYER_PARTITION has another number of entries than PP stages",
         "Fix: one count per pipeline stage."
     ),
-    site!(
+    W_2_PP_SUM = site!(
         "musa.W-2.pp.sum",
         INJECTION,
         ValueError,
@@ -149,7 +146,7 @@ pub static SITES: &[Site] = &[
         "Fix: the counts must sum to num_hidden_layers."
     ),
     // ---- metadata chain M (injection recomputes) -----------------------------------------------
-    site!(
+    G_1_ATTR = site!(
         "musa.G-1.attr",
         METADATA,
         AttributeError,
@@ -159,7 +156,7 @@ pub static SITES: &[Site] = &[
         "Causes: an int cache_seqlens (accepted by FA3 and by mate without injection) reaches the metadata \
          chain before mate's int->tensor conversion. Fix: pass cache_seqlens as an int32 tensor of shape (batch,)."
     ),
-    site!(
+    G_1_INDEX = site!(
         "musa.G-1.index",
         METADATA,
         IndexError,
@@ -168,7 +165,7 @@ pub static SITES: &[Site] = &[
         "injection recomputes and `cache_seqlens` is a 0-dim tensor (`stride(-1)`)",
         "Fix: cache_seqlens must be 1-D (batch,)."
     ),
-    site!(
+    G_1_WINDOW_TYPE = site!(
         "musa.G-1.window-type",
         METADATA,
         TypeError,
@@ -177,7 +174,7 @@ pub static SITES: &[Site] = &[
         "injection recomputes and `window_size` is not a tuple/list/None (`window_size[0]` in the call of _fmha_get_metadata)",
         "Fix: window_size is a pair (left, right); (-1, -1) for no window."
     ),
-    site!(
+    G_1_WINDOW_INDEX = site!(
         "musa.G-1.window-index",
         METADATA,
         IndexError,
@@ -186,7 +183,7 @@ pub static SITES: &[Site] = &[
         "injection recomputes and `window_size` has fewer than 2 elements",
         "Fix: window_size is a pair (left, right)."
     ),
-    site!(
+    G_2 = site!(
         "musa.G-2",
         METADATA,
         AssertionError,
@@ -195,7 +192,7 @@ pub static SITES: &[Site] = &[
         "injection recomputes, cu_seqlens_q given and max_seqlen_q is None",
         "Fix: pass max_seqlen_q with cu_seqlens_q."
     ),
-    site!(
+    G_4 = site!(
         "musa.G-4",
         METADATA,
         AssertionError,
@@ -204,7 +201,7 @@ pub static SITES: &[Site] = &[
         "injection recomputes and cu_seqlens_q is not 1-D (batch_size is taken from its last dim)",
         "Fix: cu_seqlens_q is 1-D (batch+1,)."
     ),
-    site!(
+    G_6 = site!(
         "musa.G-6",
         METADATA,
         AssertionError,
@@ -213,7 +210,7 @@ pub static SITES: &[Site] = &[
         "injection recomputes and cache_seqlens does not have shape (cu_seqlens_q.shape[-1]-1,)",
         "Fix: one cache length per sequence of cu_seqlens_q."
     ),
-    site!(
+    G_8_DTYPE = site!(
         "musa.G-8.dtype",
         METADATA,
         AssertionError,
@@ -222,7 +219,7 @@ pub static SITES: &[Site] = &[
         "injection recomputes and cu_seqlens_q or cache_seqlens is not int32",
         "Cause: int64 index tensors (torch default). Fix: `.to(torch.int32)`."
     ),
-    site!(
+    G_8_CONTIGUOUS = site!(
         "musa.G-8.contiguous",
         METADATA,
         AssertionError,
@@ -231,7 +228,7 @@ pub static SITES: &[Site] = &[
         "injection recomputes and cu_seqlens_q has stride(0) != 1 (cache_seqlens was already copied by maybe_contiguous)",
         "Fix: `.contiguous()` the index tensor."
     ),
-    site!(
+    G_9 = site!(
         "musa.G-9",
         METADATA,
         AssertionError,
@@ -240,7 +237,7 @@ pub static SITES: &[Site] = &[
         "injection recomputes and cu_seqlens_q or cache_seqlens is not on a MUSA device",
         "Fix: move index tensors to the MUSA device."
     ),
-    site!(
+    G_10 = site!(
         "musa.G-10",
         METADATA,
         AssertionError,
@@ -249,7 +246,7 @@ pub static SITES: &[Site] = &[
         "injection recomputes and the backend's current layer has tp_q_head_num % tp_k_head_num != 0",
         "The head counts come from the backend's last layer, not from the call."
     ),
-    site!(
+    G_10_ZERO = site!(
         "musa.G-10.zero",
         METADATA,
         ZeroDivisionError,
@@ -258,7 +255,7 @@ pub static SITES: &[Site] = &[
         "injection recomputes and the backend's current layer has tp_k_head_num == 0",
         "Backend state is inconsistent; the call's tensors are not consulted."
     ),
-    site!(
+    G_11 = site!(
         "musa.G-11",
         METADATA,
         TypeError,
@@ -269,7 +266,7 @@ pub static SITES: &[Site] = &[
         "Backend state without max_seqlen_k cannot be fixed by the call except by passing scheduler_metadata; \
          max_seqlen_q must be an int."
     ),
-    site!(
+    G_11_WINDOW_TYPE = site!(
         "musa.G-11.window-type",
         METADATA,
         TypeError,
@@ -278,7 +275,7 @@ pub static SITES: &[Site] = &[
         "injection recomputes and a window_size element is not a number or None (_resolve_mask)",
         "Fix: window_size elements are ints."
     ),
-    site!(
+    G_11_TENSOR_BOOL = site!(
         "musa.G-11.tensor-bool",
         METADATA,
         RuntimeError,
@@ -288,7 +285,7 @@ pub static SITES: &[Site] = &[
          `if window_size_left >= max_seqlen_k - 1` (_resolve_mask)",
         "Fix: window_size elements are ints."
     ),
-    site!(
+    G_13 = site!(
         "musa.G-13",
         METADATA,
         AssertionError,
@@ -299,7 +296,7 @@ pub static SITES: &[Site] = &[
          192-128, 192-192, 256-256, 384-384, 512-512."
     ),
     // ---- mate.mha_interface ----------------------------------------------------------------------
-    site!(
+    K_1_ATTR = site!(
         "musa.K-1.attr",
         MHA,
         AttributeError,
@@ -308,7 +305,7 @@ pub static SITES: &[Site] = &[
         "`k_cache` is not a tensor (`k_cache.stride(-1)`)",
         "Fix: pass the K cache tensor."
     ),
-    site!(
+    K_1_INDEX = site!(
         "musa.K-1.index",
         MHA,
         IndexError,
@@ -317,7 +314,7 @@ pub static SITES: &[Site] = &[
         "`k_cache` is a 0-dim tensor",
         "Fix: k_cache is 4-D."
     ),
-    site!(
+    K_1 = site!(
         "musa.K-1",
         MHA,
         AssertionError,
@@ -326,7 +323,7 @@ pub static SITES: &[Site] = &[
         "k_cache.stride(-1) != 1 (mate never copies the cache: the kernel appends into it)",
         "Cause: a transposed or sliced cache view. Fix: allocate the cache with a contiguous head dim."
     ),
-    site!(
+    K_2_ATTR = site!(
         "musa.K-2.attr",
         MHA,
         AttributeError,
@@ -335,7 +332,7 @@ pub static SITES: &[Site] = &[
         "`v_cache` is not a tensor",
         "Fix: pass the V cache tensor."
     ),
-    site!(
+    K_2_INDEX = site!(
         "musa.K-2.index",
         MHA,
         IndexError,
@@ -344,7 +341,7 @@ pub static SITES: &[Site] = &[
         "`v_cache` is a 0-dim tensor",
         "Fix: v_cache is 4-D."
     ),
-    site!(
+    K_2 = site!(
         "musa.K-2",
         MHA,
         AssertionError,
@@ -353,7 +350,7 @@ pub static SITES: &[Site] = &[
         "v_cache.stride(-1) != 1",
         "Fix: allocate the cache with a contiguous head dim."
     ),
-    site!(
+    K_3_ATTR = site!(
         "musa.K-3.attr",
         MHA,
         AttributeError,
@@ -362,7 +359,7 @@ pub static SITES: &[Site] = &[
         "softmax_scale is None and q (or qv) is not a tensor (`q.shape[-1]`)",
         "Fix: pass q as a tensor."
     ),
-    site!(
+    K_3_INDEX = site!(
         "musa.K-3.index",
         MHA,
         IndexError,
@@ -371,7 +368,7 @@ pub static SITES: &[Site] = &[
         "softmax_scale is None and q (or qv) is a 0-dim tensor",
         "Fix: q is 3-D or 4-D."
     ),
-    site!(
+    K_3_ZERO_POWER = site!(
         "musa.K-3.zero-power",
         MHA,
         ZeroDivisionError,
@@ -381,7 +378,7 @@ pub static SITES: &[Site] = &[
          (CPython 3.11 Objects/floatobject.c float_pow)",
         "Fix: q has a non-empty head dim (or pass softmax_scale explicitly)."
     ),
-    site!(
+    K_4_OVERFLOW = site!(
         "musa.K-4.overflow",
         MHA,
         RuntimeError,
@@ -391,7 +388,7 @@ pub static SITES: &[Site] = &[
          (c10 checked_convert in Scalar::toInt; torch_musa's fill_ converts the value the same way)",
         "Fix: cache_seqlens is a sequence length (fits in int32)."
     ),
-    site!(
+    K_5_ATTR = site!(
         "musa.K-5.attr",
         MHA,
         AttributeError,
@@ -400,7 +397,7 @@ pub static SITES: &[Site] = &[
         "qv (or, when qv.shape[-1] == 512, q) is not a tensor (MLA routing test)",
         "Fix: qv is a tensor or None."
     ),
-    site!(
+    K_5_INDEX = site!(
         "musa.K-5.index",
         MHA,
         IndexError,
@@ -409,7 +406,7 @@ pub static SITES: &[Site] = &[
         "qv (or q) is a 0-dim tensor (MLA routing test)",
         "Fix: qv is 3-D or 4-D."
     ),
-    site!(
+    K_6_WINDOW_TYPE = site!(
         "musa.K-6.window-type",
         MHA,
         TypeError,
@@ -418,7 +415,7 @@ pub static SITES: &[Site] = &[
         "`window_size` is not a tuple, list, str, tensor or None (`window_size[0]` in the call of _fmha_fwd)",
         "Fix: window_size is a pair (left, right)."
     ),
-    site!(
+    K_6_WINDOW_INDEX = site!(
         "musa.K-6.window-index",
         MHA,
         IndexError,
@@ -427,7 +424,7 @@ pub static SITES: &[Site] = &[
         "`window_size` (a tuple, list or str) has fewer than 2 elements",
         "Fix: window_size is a pair (left, right)."
     ),
-    site!(
+    K_6_WINDOW_TENSOR_0D = site!(
         "musa.K-6.window-tensor-0d",
         MHA,
         IndexError,
@@ -436,7 +433,7 @@ pub static SITES: &[Site] = &[
         "`window_size` is a 0-dim tensor (`window_size[0]`; torch/csrc/autograd/python_variable_indexing.cpp)",
         "Fix: window_size is a pair of ints (left, right), not a tensor."
     ),
-    site!(
+    K_6_WINDOW_TENSOR_INDEX = site!(
         "musa.K-6.window-tensor-index",
         MHA,
         IndexError,
@@ -446,7 +443,7 @@ pub static SITES: &[Site] = &[
         "Fix: window_size is a pair of ints (left, right), not a tensor."
     ),
     // ---- MLA branch ----------------------------------------------------------------------------
-    site!(
+    MLA_1_INDEX = site!(
         "musa.MLA-1.index",
         MLA,
         IndexError,
@@ -455,7 +452,7 @@ pub static SITES: &[Site] = &[
         "MLA-shaped call (qv last dim 512, q last dim 64) with a 1-D qv (`qv.shape[-2]`)",
         "Fix: qv is (batch, seqlen, heads, 512) or (total_q, heads, 512)."
     ),
-    site!(
+    MLA_2_SEQLENS_K = site!(
         "musa.MLA-2.seqlens_k",
         MLA,
         TypeError,
@@ -465,7 +462,7 @@ pub static SITES: &[Site] = &[
          (tvm-ffi argument conversion; the message continues with the function signature, not modelled)",
         "Fix: the MLA decode kernel needs cache_seqlens as an int32 tensor."
     ),
-    site!(
+    MLA_2_BLOCK_TABLE = site!(
         "musa.MLA-2.block_table",
         MLA,
         TypeError,
@@ -475,7 +472,7 @@ pub static SITES: &[Site] = &[
          (tvm-ffi argument conversion; the message continues with the function signature, not modelled)",
         "Fix: the MLA decode kernel needs a paged cache (page size 64) with page_table."
     ),
-    site!(
+    MLA_3 = site!(
         "musa.MLA-3",
         MLA,
         RuntimeError,
@@ -484,7 +481,7 @@ pub static SITES: &[Site] = &[
         "MLA-shaped varlen call (cu_seqlens_q given) without max_seqlen_q: `max_seqlen_q.value()` on an empty Optional",
         "Fix: pass max_seqlen_q with cu_seqlens_q."
     ),
-    site!(
+    MLA_2_IS_INITED = site!(
         "musa.MLA-2.is_inited",
         MLA,
         TypeError,
@@ -495,7 +492,7 @@ pub static SITES: &[Site] = &[
          not modelled; UNVERIFIED, not executed)",
         "Fix: for MLA pass scheduler_metadata=(workspace uint8 tensor, is_inited bool), or None under SGLang injection."
     ),
-    site!(
+    MLA_4 = site!(
         "musa.MLA-4",
         MLA,
         RuntimeError,
@@ -505,7 +502,7 @@ pub static SITES: &[Site] = &[
         "mate's MLA decode needs the (workspace, is_inited) pair SGLang's MLA backend injects. Fix: pass \
          scheduler_metadata=(torch.empty(128 << 20, dtype=torch.uint8, device='musa'), False)."
     ),
-    site!(
+    MLA_5_DEVICE = site!(
         "musa.MLA-5.device",
         MLA,
         RuntimeError,
@@ -514,7 +511,7 @@ pub static SITES: &[Site] = &[
         "MLA metadata recomputed (is_inited False) and cache_seqlens is not on a MUSA device",
         "Fix: cache_seqlens on the MUSA device."
     ),
-    site!(
+    MLA_5_CONTIGUOUS = site!(
         "musa.MLA-5.contiguous",
         MLA,
         RuntimeError,
@@ -523,7 +520,7 @@ pub static SITES: &[Site] = &[
         "MLA metadata recomputed and cache_seqlens is not contiguous",
         "Fix: `.contiguous()`."
     ),
-    site!(
+    MLA_5_DTYPE = site!(
         "musa.MLA-5.dtype",
         MLA,
         RuntimeError,
@@ -532,7 +529,7 @@ pub static SITES: &[Site] = &[
         "MLA metadata recomputed and cache_seqlens is not int32 (an int cache_seqlens was expanded to int32)",
         "Fix: `.to(torch.int32)`."
     ),
-    site!(
+    MLA_6_DEVICE = site!(
         "musa.MLA-6.device",
         MLA,
         RuntimeError,
@@ -542,7 +539,7 @@ pub static SITES: &[Site] = &[
          kpe, seqlens_k, block_table) is not on a MUSA device (mla_with_kvcache; flash_mla_asm.mu L489-L496 for 128 heads)",
         "Fix: every MLA input on the MUSA device."
     ),
-    site!(
+    MLA_6_DTYPE = site!(
         "musa.MLA-6.dtype",
         MLA,
         RuntimeError,
@@ -551,7 +548,7 @@ pub static SITES: &[Site] = &[
         "mla_with_kvcache (heads != 128): qv is not float16/bfloat16",
         "Fix: fp16/bf16 MLA inputs."
     ),
-    site!(
+    MLA_6_SAME_DTYPE = site!(
         "musa.MLA-6.same-dtype",
         MLA,
         RuntimeError,
@@ -560,7 +557,7 @@ pub static SITES: &[Site] = &[
         "mla_with_kvcache: q, v_cache or k_cache dtype differs from qv's",
         "Fix: one dtype for all MLA inputs."
     ),
-    site!(
+    MLA_6_CONTIGUOUS = site!(
         "musa.MLA-6.contiguous",
         MLA,
         RuntimeError,
@@ -570,7 +567,7 @@ pub static SITES: &[Site] = &[
          (mla_with_kvcache; flash_mla_asm.mu L510, L527)",
         "Fix: `.contiguous()`."
     ),
-    site!(
+    MLA_6_INT32 = site!(
         "musa.MLA-6.int32",
         MLA,
         RuntimeError,
@@ -579,7 +576,7 @@ pub static SITES: &[Site] = &[
         "MLA kernel: cache_seqlens (seqlens_k, with reused metadata) or page_table (block_table) is not int32",
         "Fix: `.to(torch.int32)`."
     ),
-    site!(
+    MLA_6_BLOCK_TABLE_STRIDE = site!(
         "musa.MLA-6.block-table-stride",
         MLA,
         RuntimeError,
@@ -588,7 +585,7 @@ pub static SITES: &[Site] = &[
         "MLA kernel: page_table.stride(-1) != 1",
         "Fix: `.contiguous()`."
     ),
-    site!(
+    MLA_6_RANK = site!(
         "musa.MLA-6.rank",
         MLA,
         RuntimeError,
@@ -597,7 +594,7 @@ pub static SITES: &[Site] = &[
         "an MLA kernel input has the wrong rank (expect_shape; mla_with_kvcache L375-L392, flash_mla_asm L575-L597)",
         "Fix: q/qv 4-D (batch, seqlen, heads, d) or 3-D with cu_seqlens_q; caches (pages, 64, 1, d); cache_seqlens (batch,)."
     ),
-    site!(
+    MLA_6_SHAPE = site!(
         "musa.MLA-6.shape",
         MLA,
         RuntimeError,
@@ -606,7 +603,7 @@ pub static SITES: &[Site] = &[
         "an MLA kernel input has a wrong size (expect_shape), e.g. an int cache_seqlens expanded to the page count",
         "Fix: cache_seqlens (batch,), page_table (batch, pages), caches (pages, 64, 1, 512/64), q heads equal to qv heads."
     ),
-    site!(
+    MLA_6_PAGE_SIZE = site!(
         "musa.MLA-6.page-size",
         MLA,
         RuntimeError,
@@ -615,7 +612,7 @@ pub static SITES: &[Site] = &[
         "mla_with_kvcache: the paged cache's page size (v_cache.shape[1]) is not 64",
         "mate's MLA kernel supports page size 64 only. Fix: allocate the MLA KV pool with page_size=64."
     ),
-    site!(
+    MLA_7_DIM = site!(
         "musa.MLA-7.dim",
         MLA,
         RuntimeError,
@@ -624,7 +621,7 @@ pub static SITES: &[Site] = &[
         "flash_mla_asm (128 heads): cache_seqlens not 1-D, page_table not 2-D, or q/qv not 4-D (3-D with cu_seqlens_q)",
         "Fix: qv (batch, seqlen, 128, 512) and q (batch, seqlen, 128, 64), or 3-D with cu_seqlens_q."
     ),
-    site!(
+    MLA_7_SAME_DTYPE = site!(
         "musa.MLA-7.same-dtype",
         MLA,
         RuntimeError,
@@ -633,7 +630,7 @@ pub static SITES: &[Site] = &[
         "flash_mla_asm (128 heads): q, v_cache or k_cache dtype differs from qv's",
         "Fix: one dtype for all MLA inputs."
     ),
-    site!(
+    MLA_7_DTYPE = site!(
         "musa.MLA-7.dtype",
         MLA,
         RuntimeError,
@@ -643,7 +640,7 @@ pub static SITES: &[Site] = &[
         "Fix: fp16/bf16 MLA inputs."
     ),
     // ---- _fmha_fwd -----------------------------------------------------------------------------
-    site!(
+    MLA_7_HEADDIM_V = site!(
         "musa.MLA-7.headdim-v",
         MLA,
         RuntimeError,
@@ -652,7 +649,7 @@ pub static SITES: &[Site] = &[
         "flash_mla_asm (128 heads): v_cache's last dim is not 512 (routing looked at qv only)",
         "Fix: the latent cache (v_cache) has last dim 512."
     ),
-    site!(
+    MLA_7_HEADS = site!(
         "musa.MLA-7.heads",
         MLA,
         RuntimeError,
@@ -661,7 +658,7 @@ pub static SITES: &[Site] = &[
         "flash_mla_asm (128 heads): q has another head count than qv",
         "Fix: q (rope part) and qv (latent part) have the same heads."
     ),
-    site!(
+    F_1 = site!(
         "musa.F-1",
         FWD,
         AssertionError,
@@ -670,7 +667,7 @@ pub static SITES: &[Site] = &[
         "qv given but the call is not MLA-shaped (qv last dim 512 with q last dim 64)",
         "mate supports qv only for MLA decode. Fix: drop qv, or use the MLA shapes (q 64 + qv 512, page size 64)."
     ),
-    site!(
+    F_2 = site!(
         "musa.F-2",
         FWD,
         AssertionError,
@@ -679,7 +676,7 @@ pub static SITES: &[Site] = &[
         "exactly one of k, v given",
         "Fix: pass both k and v to append, or neither."
     ),
-    site!(
+    F_3_ATTR = site!(
         "musa.F-3.attr",
         FWD,
         AttributeError,
@@ -688,7 +685,7 @@ pub static SITES: &[Site] = &[
         "q, k or v is neither None nor a tensor (`maybe_contiguous` calls `.stride`)",
         "Fix: pass tensors."
     ),
-    site!(
+    F_3_INDEX = site!(
         "musa.F-3.index",
         FWD,
         IndexError,
@@ -697,7 +694,7 @@ pub static SITES: &[Site] = &[
         "q, k or v is a 0-dim tensor (`stride(-1)`)",
         "Fix: pass 3-D/4-D tensors."
     ),
-    site!(
+    F_4_ATTR = site!(
         "musa.F-4.attr",
         FWD,
         AttributeError,
@@ -706,7 +703,7 @@ pub static SITES: &[Site] = &[
         "q is None (with an explicit softmax_scale): `q.shape[-2:]`",
         "Fix: pass q."
     ),
-    site!(
+    F_4_UNPACK = site!(
         "musa.F-4.unpack",
         FWD,
         ValueError,
@@ -715,7 +712,7 @@ pub static SITES: &[Site] = &[
         "q has fewer than 2 dimensions: `num_head, head_dim = q.shape[-2:]`",
         "Fix: q is (batch, seqlen, heads, d) or (total_q, heads, d)."
     ),
-    site!(
+    F_4_INDEX = site!(
         "musa.F-4.index",
         FWD,
         IndexError,
@@ -724,7 +721,7 @@ pub static SITES: &[Site] = &[
         "k_cache is 1-D: `k.shape[-2]`",
         "Fix: k_cache is 4-D."
     ),
-    site!(
+    F_5 = site!(
         "musa.F-5",
         FWD,
         AssertionError,
@@ -733,7 +730,7 @@ pub static SITES: &[Site] = &[
         "cu_seqlens_q given and max_seqlen_q is None",
         "Fix: pass max_seqlen_q (the longest query) with cu_seqlens_q."
     ),
-    site!(
+    F_5_ATTR = site!(
         "musa.F-5.attr",
         FWD,
         AttributeError,
@@ -742,7 +739,7 @@ pub static SITES: &[Site] = &[
         "cu_seqlens_q is not a tensor: `cu_seqlens_q.shape[0]`",
         "Fix: cu_seqlens_q is an int32 tensor."
     ),
-    site!(
+    F_5_INDEX = site!(
         "musa.F-5.index",
         FWD,
         IndexError,
@@ -751,7 +748,7 @@ pub static SITES: &[Site] = &[
         "cu_seqlens_q is a 0-dim tensor",
         "Fix: cu_seqlens_q is 1-D (batch+1,)."
     ),
-    site!(
+    F_6_ATTR = site!(
         "musa.F-6.attr",
         FWD,
         AttributeError,
@@ -760,7 +757,7 @@ pub static SITES: &[Site] = &[
         "page_table is not a tensor: `page_table.shape[1]`",
         "Fix: page_table is an int32 tensor."
     ),
-    site!(
+    F_6_INDEX = site!(
         "musa.F-6.index",
         FWD,
         IndexError,
@@ -769,7 +766,7 @@ pub static SITES: &[Site] = &[
         "page_table has fewer than 2 dims (`page_table.shape[1]`), or a non-paged k_cache has fewer than 3 (`k.shape[-3]`)",
         "Fix: page_table is (batch, pages_per_seq); a non-paged cache is (batch, seqlen_k, h_k, d)."
     ),
-    site!(
+    F_8_ATTR = site!(
         "musa.F-8.attr",
         FWD,
         AttributeError,
@@ -779,7 +776,7 @@ pub static SITES: &[Site] = &[
          rotary_cos, rotary_sin, cache_leftpad, cache_batch_idx is neither None nor a tensor (`.is_musa`)",
         "Fix: pass tensors (a float cache_seqlens is not converted; only ints are)."
     ),
-    site!(
+    F_8 = site!(
         "musa.F-8",
         FWD,
         AssertionError,
@@ -788,7 +785,7 @@ pub static SITES: &[Site] = &[
         "a tensor argument of the device list is not on a MUSA device (`.is_musa`, installed by torch_musa)",
         "Causes: CPU or CUDA tensors from ported code; int cache_seqlens expanded on a CPU k_cache. Fix: `.to('musa')`."
     ),
-    site!(
+    F_9 = site!(
         "musa.F-9",
         FWD,
         AssertionError,
@@ -798,7 +795,7 @@ pub static SITES: &[Site] = &[
         "Causes: fp8 KV paths (SGLang casts q to kv_cache_dtype), float32 tests. mate has no fp8 attention; \
          descales are ignored. Fix: fp16/bf16 q and caches."
     ),
-    site!(
+    F_10 = site!(
         "musa.F-10",
         FWD,
         AssertionError,
@@ -807,7 +804,7 @@ pub static SITES: &[Site] = &[
         "q, k_cache, v_cache dtypes differ",
         "Fix: one dtype for q and both caches."
     ),
-    site!(
+    F_11 = site!(
         "musa.F-11",
         FWD,
         AssertionError,
@@ -816,7 +813,7 @@ pub static SITES: &[Site] = &[
         "k/v dtypes differ from q's",
         "Fix: cast the appended k, v to q's dtype."
     ),
-    site!(
+    F_12_DTYPE = site!(
         "musa.F-12.dtype",
         FWD,
         AssertionError,
@@ -825,7 +822,7 @@ pub static SITES: &[Site] = &[
         "cu_seqlens_q, cu_seqlens_k_new, cache_seqlens or cache_leftpad is not int32 (checked in that order)",
         "Cause: int64 index tensors (torch's default). Fix: `.to(torch.int32)`. cu_seqlens_k_new is checked even without k/v."
     ),
-    site!(
+    F_12_CONTIGUOUS = site!(
         "musa.F-12.contiguous",
         FWD,
         AssertionError,
@@ -834,7 +831,7 @@ pub static SITES: &[Site] = &[
         "one of those has stride(0) != 1",
         "Upstream FA3 copies such views; mate rejects them. Fix: `.contiguous()`."
     ),
-    site!(
+    F_12_INDEX = site!(
         "musa.F-12.index",
         FWD,
         IndexError,
@@ -843,7 +840,7 @@ pub static SITES: &[Site] = &[
         "one of those is a 0-dim tensor (`stride(0)`)",
         "Fix: 1-D index tensors."
     ),
-    site!(
+    F_13_DTYPE = site!(
         "musa.F-13.dtype",
         FWD,
         AssertionError,
@@ -852,7 +849,7 @@ pub static SITES: &[Site] = &[
         "page_table is not int32",
         "Fix: `.to(torch.int32)`."
     ),
-    site!(
+    F_13_CONTIGUOUS = site!(
         "musa.F-13.contiguous",
         FWD,
         AssertionError,
@@ -861,7 +858,7 @@ pub static SITES: &[Site] = &[
         "page_table.stride(-1) != 1",
         "Upstream copies; mate rejects. Fix: `.contiguous()`."
     ),
-    site!(
+    F_14_DEVICE = site!(
         "musa.F-14.device",
         FWD,
         AssertionError,
@@ -870,7 +867,7 @@ pub static SITES: &[Site] = &[
         "Shadowed by musa.F-8 (cache_batch_idx is in its device list)",
         "See musa.F-8."
     ),
-    site!(
+    F_14_DTYPE = site!(
         "musa.F-14.dtype",
         FWD,
         AssertionError,
@@ -879,7 +876,7 @@ pub static SITES: &[Site] = &[
         "cache_batch_idx is not int32",
         "Fix: `.to(torch.int32)`."
     ),
-    site!(
+    F_14_SHAPE = site!(
         "musa.F-14.shape",
         FWD,
         AssertionError,
@@ -888,7 +885,7 @@ pub static SITES: &[Site] = &[
         "cache_batch_idx shape is not (batch_size,)",
         "Fix: one cache row per sequence."
     ),
-    site!(
+    F_14_CONTIGUOUS = site!(
         "musa.F-14.contiguous",
         FWD,
         AssertionError,
@@ -897,7 +894,7 @@ pub static SITES: &[Site] = &[
         "cache_batch_idx.stride(0) != 1",
         "Upstream copies; mate rejects. Fix: `.contiguous()`."
     ),
-    site!(
+    F_15_DEVICE = site!(
         "musa.F-15.device",
         FWD,
         AssertionError,
@@ -906,7 +903,7 @@ pub static SITES: &[Site] = &[
         "Shadowed by musa.F-8",
         "See musa.F-8."
     ),
-    site!(
+    F_15_DTYPE = site!(
         "musa.F-15.dtype",
         FWD,
         AssertionError,
@@ -915,7 +912,7 @@ pub static SITES: &[Site] = &[
         "Shadowed by musa.F-12.dtype",
         "See musa.F-12.dtype."
     ),
-    site!(
+    F_15_SHAPE = site!(
         "musa.F-15.shape",
         FWD,
         AssertionError,
@@ -924,7 +921,7 @@ pub static SITES: &[Site] = &[
         "cache_leftpad shape is not (batch_size,)",
         "Fix: one left padding per sequence."
     ),
-    site!(
+    F_15_CONTIGUOUS = site!(
         "musa.F-15.contiguous",
         FWD,
         AssertionError,
@@ -933,7 +930,7 @@ pub static SITES: &[Site] = &[
         "Shadowed by musa.F-12.contiguous",
         "See musa.F-12.contiguous."
     ),
-    site!(
+    F_16_SHAPE = site!(
         "musa.F-16.shape",
         FWD,
         AssertionError,
@@ -942,7 +939,7 @@ pub static SITES: &[Site] = &[
         "sinks (learnable_sink) shape is not (num_heads,)",
         "Fix: one sink logit per query head."
     ),
-    site!(
+    F_16_DTYPE = site!(
         "musa.F-16.dtype",
         FWD,
         AssertionError,
@@ -951,7 +948,7 @@ pub static SITES: &[Site] = &[
         "sinks is not bfloat16",
         "Cause: float32 sinks (accepted upstream). Fix: `.to(torch.bfloat16)`."
     ),
-    site!(
+    F_17 = site!(
         "musa.F-17",
         FWD,
         AssertionError,
@@ -960,7 +957,7 @@ pub static SITES: &[Site] = &[
         "no cache_batch_idx and the cache's batch (page_table.shape[0] or k_cache.shape[0]) differs from q's batch",
         "Causes: a 3-D cache, a cache with spare rows. Fix: pass cache_batch_idx or size the cache to the batch."
     ),
-    site!(
+    F_18_K = site!(
         "musa.F-18.k",
         FWD,
         AssertionError,
@@ -969,7 +966,7 @@ pub static SITES: &[Site] = &[
         "k_cache shape is not (batch_k, seqlen_k, h_k, d) / (num_pages, page_size, h_k, d); d is q's head dim",
         "Causes: q/k head dims differ, a 5-D cache. Fix: match q's head dim."
     ),
-    site!(
+    F_18_V = site!(
         "musa.F-18.v",
         FWD,
         AssertionError,
@@ -978,7 +975,7 @@ pub static SITES: &[Site] = &[
         "v_cache shape differs from k_cache's (except its head dim)",
         "Fix: v_cache like k_cache."
     ),
-    site!(
+    F_18_PAGE_TABLE = site!(
         "musa.F-18.page_table",
         FWD,
         AssertionError,
@@ -987,7 +984,7 @@ pub static SITES: &[Site] = &[
         "page_table is not 2-D (batch_k, pages_per_seq)",
         "Fix: page_table is (batch, pages_per_seq)."
     ),
-    site!(
+    F_20 = site!(
         "musa.F-20",
         FWD,
         AssertionError,
@@ -996,7 +993,7 @@ pub static SITES: &[Site] = &[
         "cu_seqlens_q is not 1-D",
         "Fix: cu_seqlens_q is (batch+1,)."
     ),
-    site!(
+    F_22 = site!(
         "musa.F-22",
         FWD,
         AssertionError,
@@ -1005,7 +1002,7 @@ pub static SITES: &[Site] = &[
         "cache_seqlens shape is not (batch_size,) (an int cache_seqlens becomes length k_cache.shape[0])",
         "Causes: int cache_seqlens with a paged cache (pages != batch). Fix: pass an int32 tensor (batch,)."
     ),
-    site!(
+    F_23_INDEX = site!(
         "musa.F-23.index",
         FWD,
         IndexError,
@@ -1014,7 +1011,7 @@ pub static SITES: &[Site] = &[
         "k is 1-D without cu_seqlens_k_new (`k_new.shape[1]`)",
         "Fix: k is (batch, seqlen_new, h_k, d)."
     ),
-    site!(
+    F_23_K = site!(
         "musa.F-23.k",
         FWD,
         AssertionError,
@@ -1023,7 +1020,7 @@ pub static SITES: &[Site] = &[
         "k is not (batch, seqlen_new, h_k, d)",
         "Fix: match q's batch and the cache's heads/dim."
     ),
-    site!(
+    F_23_V = site!(
         "musa.F-23.v",
         FWD,
         AssertionError,
@@ -1032,7 +1029,7 @@ pub static SITES: &[Site] = &[
         "v is not (batch, seqlen_new, h_k, dv)",
         "Fix: match k and v_cache's head dim."
     ),
-    site!(
+    F_24_K = site!(
         "musa.F-24.k",
         FWD,
         AssertionError,
@@ -1041,7 +1038,7 @@ pub static SITES: &[Site] = &[
         "cu_seqlens_k_new given and k is not (total_new, h_k, d)",
         "Fix: packed k is 3-D."
     ),
-    site!(
+    F_24_V = site!(
         "musa.F-24.v",
         FWD,
         AssertionError,
@@ -1050,7 +1047,7 @@ pub static SITES: &[Site] = &[
         "cu_seqlens_k_new given and v is not (total_new, h_k, dv)",
         "Fix: packed v is 3-D."
     ),
-    site!(
+    F_25 = site!(
         "musa.F-25",
         FWD,
         AssertionError,
@@ -1059,7 +1056,7 @@ pub static SITES: &[Site] = &[
         "k, v and cu_seqlens_k_new given and cu_seqlens_k_new is not (batch+1,)",
         "Fix: one prefix entry per sequence plus one."
     ),
-    site!(
+    F_26 = site!(
         "musa.F-26",
         FWD,
         AssertionError,
@@ -1068,7 +1065,7 @@ pub static SITES: &[Site] = &[
         "cu_seqlens_k_new's last value differs from k.shape[0]",
         "Fix: the prefix sum ends at the packed row count."
     ),
-    site!(
+    F_27 = site!(
         "musa.F-27",
         FWD,
         AssertionError,
@@ -1077,7 +1074,7 @@ pub static SITES: &[Site] = &[
         "rotary_cos given without k/v",
         "Rotary is applied only to appended keys. Fix: pass k, v or drop rotary."
     ),
-    site!(
+    F_28 = site!(
         "musa.F-28",
         FWD,
         AssertionError,
@@ -1086,7 +1083,7 @@ pub static SITES: &[Site] = &[
         "rotary_cos given without rotary_sin",
         "Fix: pass both."
     ),
-    site!(
+    F_29_INDEX = site!(
         "musa.F-29.index",
         FWD,
         IndexError,
@@ -1095,7 +1092,7 @@ pub static SITES: &[Site] = &[
         "rotary_cos is 1-D (`rotary_cos.shape[1]`)",
         "Fix: rotary_cos is (seqlen_ro, rotary_dim / 2)."
     ),
-    site!(
+    F_29 = site!(
         "musa.F-29",
         FWD,
         AssertionError,
@@ -1104,7 +1101,7 @@ pub static SITES: &[Site] = &[
         "2 * rotary_cos.shape[1] > head dim",
         "Fix: rotary_cos second dim is rotary_dim / 2."
     ),
-    site!(
+    F_30 = site!(
         "musa.F-30",
         FWD,
         AssertionError,
@@ -1113,7 +1110,7 @@ pub static SITES: &[Site] = &[
         "rotary_dim % 16 != 0",
         "Fix: rotary_dim a multiple of 16."
     ),
-    site!(
+    F_31 = site!(
         "musa.F-31",
         FWD,
         AssertionError,
@@ -1122,7 +1119,7 @@ pub static SITES: &[Site] = &[
         "paged call and rotary_cos.shape[0] < pages_per_seq * page_size",
         "Fix: cos/sin tables cover the cache capacity."
     ),
-    site!(
+    F_32 = site!(
         "musa.F-32",
         FWD,
         AssertionError,
@@ -1131,7 +1128,7 @@ pub static SITES: &[Site] = &[
         "rotary_cos/rotary_sin dtype differs from q's",
         "Fix: cast cos/sin to q's dtype."
     ),
-    site!(
+    F_33 = site!(
         "musa.F-33",
         FWD,
         AssertionError,
@@ -1140,7 +1137,7 @@ pub static SITES: &[Site] = &[
         "rotary_cos and rotary_sin shapes differ or are not (seqlen_ro, rotary_dim / 2)",
         "Fix: equal 2-D tables."
     ),
-    site!(
+    F_34_ATTR = site!(
         "musa.F-34.attr",
         FWD,
         AttributeError,
@@ -1149,7 +1146,7 @@ pub static SITES: &[Site] = &[
         "rotary_seqlens (with rotary_cos) is not a tensor (`.dtype`)",
         "Fix: an int32 tensor (batch,)."
     ),
-    site!(
+    F_34_DTYPE = site!(
         "musa.F-34.dtype",
         FWD,
         AssertionError,
@@ -1158,7 +1155,7 @@ pub static SITES: &[Site] = &[
         "rotary_seqlens is not int32",
         "Fix: `.to(torch.int32)`."
     ),
-    site!(
+    F_34_SHAPE = site!(
         "musa.F-34.shape",
         FWD,
         AssertionError,
@@ -1167,7 +1164,7 @@ pub static SITES: &[Site] = &[
         "rotary_seqlens shape is not (batch_size,)",
         "Fix: one rotary offset per sequence."
     ),
-    site!(
+    F_35 = site!(
         "musa.F-35",
         FWD,
         AssertionError,
@@ -1176,7 +1173,7 @@ pub static SITES: &[Site] = &[
         "q heads not a multiple of the cache's KV heads",
         "Fix: GQA needs h % h_k == 0."
     ),
-    site!(
+    F_35_ZERO = site!(
         "musa.F-35.zero",
         FWD,
         ZeroDivisionError,
@@ -1185,7 +1182,7 @@ pub static SITES: &[Site] = &[
         "the cache has 0 KV heads (`k.shape[-2] == 0`)",
         "Fix: a cache with heads."
     ),
-    site!(
+    F_MASK_TENSOR_BOOL = site!(
         "musa.F-mask.tensor-bool",
         FWD,
         RuntimeError,
@@ -1195,7 +1192,7 @@ pub static SITES: &[Site] = &[
          _resolve_mask) is a tensor of other than one element",
         "Fix: attention_chunk and the window_size elements are ints."
     ),
-    site!(
+    F_MASK_WINDOW_TYPE = site!(
         "musa.F-mask.window-type",
         FWD,
         TypeError,
@@ -1204,7 +1201,7 @@ pub static SITES: &[Site] = &[
         "a window_size element is not a number or None (_resolve_mask)",
         "Fix: window_size elements are ints."
     ),
-    site!(
+    F_MASK_SEQLEN_TYPE = site!(
         "musa.F-mask.seqlen-type",
         FWD,
         TypeError,
@@ -1213,7 +1210,7 @@ pub static SITES: &[Site] = &[
         "cu_seqlens_q given, max_seqlen_q is not a number and the right window is not None (_resolve_mask computes max_seqlen_q - 1)",
         "Fix: max_seqlen_q is an int (the longest query)."
     ),
-    site!(
+    F_MASK_CHUNK_TYPE = site!(
         "musa.F-mask.chunk-type",
         FWD,
         TypeError,
@@ -1222,7 +1219,7 @@ pub static SITES: &[Site] = &[
         "attention_chunk is not a number or None (`attention_chunk > 0`)",
         "Fix: attention_chunk is an int (0 = off)."
     ),
-    site!(
+    F_41_ATTR = site!(
         "musa.F-41.attr",
         FWD,
         AttributeError,
@@ -1233,7 +1230,7 @@ pub static SITES: &[Site] = &[
         "Causes: an MLA backend was the last constructed backend; a non-MLA call then gets its tuple. Fix: pass \
          scheduler_metadata explicitly (a tensor) or call mate directly."
     ),
-    site!(
+    F_41_INDEX = site!(
         "musa.F-41.index",
         FWD,
         IndexError,
@@ -1242,7 +1239,7 @@ pub static SITES: &[Site] = &[
         "scheduler_metadata is a 0-dim tensor (`shape[0]`)",
         "Fix: mate metadata is 1-D int32 of length 4*batch."
     ),
-    site!(
+    F_41 = site!(
         "musa.F-41",
         FWD,
         AssertionError,
@@ -1253,7 +1250,7 @@ pub static SITES: &[Site] = &[
          compute metadata with mate's get_scheduler_metadata for this call's batch."
     ),
     // ---- kernel configuration ------------------------------------------------------------------
-    site!(
+    C_3 = site!(
         "musa.C-3",
         CONFIG,
         TypeError,
@@ -1262,7 +1259,7 @@ pub static SITES: &[Site] = &[
         "pack_gqa is unhashable (e.g. a list): _get_fwd_kernel_config is lru_cached",
         "Fix: pack_gqa is None, True or False."
     ),
-    site!(
+    C_2 = site!(
         "musa.C-2",
         CONFIG,
         AssertionError,
@@ -1271,7 +1268,7 @@ pub static SITES: &[Site] = &[
         "the rounded (head_dim, head_dim_v) pair is not one of 64-64, 128-128, 192-128, 192-192, 256-256, 384-384, 512-512",
         "Cause: e.g. q/k dim 64 with v dim 128 (DeepSeek-style dv != d). Message shows rounded dims. Fix: supported pairs only."
     ),
-    site!(
+    J_1_JSON = site!(
         "musa.J-1.json",
         JIT,
         TypeError,
@@ -1282,7 +1279,7 @@ pub static SITES: &[Site] = &[
          `has_softcap` (a tensor softcap), in _fmha_fwd_encode at fmha_fwd.py L837",
         "Fix: window_size, attention_chunk and softcap are Python numbers, not tensors."
     ),
-    site!(
+    J_1 = site!(
         "musa.J-1",
         JIT,
         RuntimeError,
@@ -1292,7 +1289,7 @@ pub static SITES: &[Site] = &[
          supported with Varlen\" (include/mate/attention/fmha/seqlen.hpp L36); the message continues with the build log",
         "Fix: pass cache_seqlens (the current lengths) when appending k/v; upstream FA3 rejects this call up front."
     ),
-    site!(
+    J_3_ARG_TYPE = site!(
         "musa.J-3.arg-type",
         JIT,
         TypeError,
@@ -1306,7 +1303,7 @@ pub static SITES: &[Site] = &[
         "Fix: pass Python ints for window_size, attention_chunk, max_seqlen_q, sm_margin and num_splits."
     ),
     // ---- combine -------------------------------------------------------------------------------
-    site!(
+    B_2 = site!(
         "musa.B-2",
         COMBINE,
         AssertionError,
@@ -1315,7 +1312,7 @@ pub static SITES: &[Site] = &[
         "Shadowed by musa.F-5 (max_seqlen_q None with cu_seqlens_q)",
         "See musa.F-5."
     ),
-    site!(
+    B_3 = site!(
         "musa.B-3",
         COMBINE,
         AssertionError,
@@ -1324,7 +1321,7 @@ pub static SITES: &[Site] = &[
         "Shadowed by musa.F-41 (same condition)",
         "See musa.F-41."
     ),
-    site!(
+    B_4 = site!(
         "musa.B-4",
         COMBINE,
         AssertionError,
@@ -1333,7 +1330,7 @@ pub static SITES: &[Site] = &[
         "Never fires: tile_n is always 64",
         "-"
     ),
-    site!(
+    B_5 = site!(
         "musa.B-5",
         COMBINE,
         ValueError,
@@ -1342,25 +1339,25 @@ pub static SITES: &[Site] = &[
         "scheduler_metadata present (no sinks) and num_splits > 128; raised after the forward kernel ran",
         "Appended k/v are already written into the cache when this fires. Fix: num_splits <= 128 (0 = heuristic)."
     ),
-];
+}
 
-/// Porter hazards of musa-fa3.md §8 (numbers in the explanations).
-pub static HAZARDS: &[HazardDef] = &[
-    hazard!(
+// Porter hazards of musa-fa3.md §8 (numbers in the explanations).
+hazards! { HAZARDS:
+    H_MUSA_SCORE_MOD_DROPPED = hazard!(
         "H-MUSA-SCORE-MOD-DROPPED",
         Error,
         "score_mod is accepted and silently ignored by the SGLang MUSA wrapper",
         sgl!("L154-L157"),
         "§8.15: the wrapper never reads score_mod; V4/V5 raise NotImplementedError. The attention is computed without it."
     ),
-    hazard!(
+    H_MUSA_AUX_TENSORS_DROPPED = hazard!(
         "H-MUSA-AUX-TENSORS-DROPPED",
         Error,
         "aux_tensors is accepted and silently ignored by the SGLang MUSA wrapper",
         sgl!("L154-L157"),
         "§8.15: never read by the wrapper."
     ),
-    hazard!(
+    H_MUSA_SINKS_RENAMED = hazard!(
         "H-MUSA-SINKS-RENAMED",
         Info,
         "sinks is forwarded as mate's learnable_sink (must be bfloat16, shape (num_heads,))",
@@ -1370,179 +1367,179 @@ pub static HAZARDS: &[HazardDef] = &[
         ),
         "§8.14, §2.2: `learnable_sink = sinks if sinks is not None else s_aux`."
     ),
-    hazard!(
+    H_MUSA_SINKS_DISABLE_SPLITS = hazard!(
         "H-MUSA-SINKS-DISABLE-SPLITS",
         Warning,
         "sinks make mate discard {}: the kernel runs one split and no combine",
         fwd!("L687-L690"),
         "§6.5, §8.14: a FIXME in mate disables splitting with learnable_sink; metadata given or injected is discarded."
     ),
-    hazard!(
+    H_MUSA_INT_CACHE_SEQLENS_EXPANDED = hazard!(
         "H-MUSA-INT-CACHE-SEQLENS-EXPANDED",
         Warning,
         "int cache_seqlens={} becomes an int32 tensor of length k_cache.shape[0]={} (upstream FA3 uses q.shape[0]={})",
         mha!("L913-L917"),
         "§8.3: for a paged cache k_cache.shape[0] is the page count."
     ),
-    hazard!(
+    H_MUSA_NUM_SPLITS_IGNORED = hazard!(
         "H-MUSA-NUM-SPLITS-IGNORED",
         Warning,
         "num_splits={} is ignored without scheduler_metadata: the kernel runs 1 split",
         mate!("csrc/templates/attention/fmha/fwd_kern.j2", "L97-L99"),
         "§8.4: no split-KV parallelism for direct mate calls."
     ),
-    hazard!(
+    H_MUSA_DESCALE_IGNORED = hazard!(
         "H-MUSA-DESCALE-IGNORED",
         Error,
         "{} accepted and ignored: mate has no fp8 attention",
         fwd!("L843"),
         "§8.6: descale tensors are passed to the kernel and unused."
     ),
-    hazard!(
+    H_MUSA_WINDOW_NONE = hazard!(
         "H-MUSA-WINDOW-NONE",
         Info,
         "window_size=None is accepted as (-1, -1); upstream raises TypeError",
         mha!("L905-L906"),
         "§8.27."
     ),
-    hazard!(
+    H_MUSA_CHUNK_NONE = hazard!(
         "H-MUSA-CHUNK-NONE",
         Info,
         "attention_chunk=None is accepted as 0; upstream raises TypeError",
         mha!("L907-L908"),
         "§8.27."
     ),
-    hazard!(
+    H_MUSA_SOFTCAP_NEGATIVE = hazard!(
         "H-MUSA-SOFTCAP-NEGATIVE",
         Error,
         "softcap={} enables softcapping on MUSA (softcap != 0.0); upstream ignores softcap <= 0",
         fwd!("L809"),
         "§8.23: negative softcap changes the results."
     ),
-    hazard!(
+    H_MUSA_ROTARY_NONCONTIGUOUS = hazard!(
         "H-MUSA-ROTARY-NONCONTIGUOUS",
         Error,
         "{} is not contiguous: mate neither copies nor checks it and reads it with row stride rotary_dim/2",
         mate!("csrc/templates/attention/fmha/fwd_kern.j2", "L358-L362"),
         "§8.18: silently wrong rotary embedding; upstream raises `rotary_cos must be contiguous`."
     ),
-    hazard!(
+    H_MUSA_ROTARY_SIN_IGNORED = hazard!(
         "H-MUSA-ROTARY-SIN-IGNORED",
         Warning,
         "rotary_sin without rotary_cos is silently ignored",
         fwd!("L655"),
         "§5.5 F-28: only rotary_cos switches rotary on."
     ),
-    hazard!(
+    H_MUSA_METADATA_INJECTED = hazard!(
         "H-MUSA-METADATA-INJECTED",
         Warning,
         "scheduler_metadata=None: the SGLang wrapper injects metadata {} (prefix {}, layer {}); it describes the backend's state, not necessarily this call",
         sgl!("L162-L177"),
         "§4.1-§4.7, §8.1: cached per prefix and reused by later layers; computed from backend max_seqlen_k and layer heads/dims."
     ),
-    hazard!(
+    H_MUSA_METADATA_IGNORES_ARGS = hazard!(
         "H-MUSA-METADATA-IGNORES-ARGS",
         Warning,
         "injected metadata never sees {} of this call: its split counts and order may not fit",
         sgl!("L97-L116"),
         "§4.7.8, §6.11: the metadata is computed from the backend's layer and max_seqlen_k, not from these."
     ),
-    hazard!(
+    H_MUSA_METADATA_M_BLOCKS = hazard!(
         "H-MUSA-METADATA-M-BLOCKS",
         Error,
         "injected metadata schedules {} m-block(s) for max_seqlen_q={} but this call needs {}: query rows beyond them are never computed",
         fwd!("L765-L776"),
         "§6.11 (iii) and example 1: the metadata resolves pack-GQA and tile_m from the layer's heads with pack_gqa=None; a call whose pack_gqa, head ratio or dims differ needs more m-blocks."
     ),
-    hazard!(
+    H_MUSA_METADATA_UNCHECKED = hazard!(
         "H-MUSA-METADATA-UNCHECKED",
         Warning,
         "scheduler_metadata is only checked for length >= 4*batch; dtype, device, layout and contents are trusted",
         fwd!("L765-L768"),
         "§8.2: stale or upstream-format metadata is mis-sliced silently."
     ),
-    hazard!(
+    H_MUSA_MLA_TUPLE_METADATA = hazard!(
         "H-MUSA-MLA-TUPLE-METADATA",
         Warning,
         "an MLA backend injects (workspace, is_inited={}); the MLA kernel reuses scheduling data when is_inited",
         sgl!("L85-L94"),
         "§4.4, §4.7.4: one workspace per process, shared by every layer and backend."
     ),
-    hazard!(
+    H_MUSA_CU_SEQLENS_K_NEW_WITHOUT_KV = hazard!(
         "H-MUSA-CU-SEQLENS-K-NEW-WITHOUT-KV",
         Warning,
         "cu_seqlens_k_new without k/v is validated (dtype, contiguity) but ignored by the kernel",
         fwd!("L552-L566"),
         "§8.24; with injection the metadata adds its lengths to cache_seqlens."
     ),
-    hazard!(
+    H_MUSA_SM_MARGIN = hazard!(
         "H-MUSA-SM-MARGIN",
         Info,
         "sm_margin={} only lowers the split heuristic's MP count; the grid still uses every MP",
         mate!("csrc/templates/attention/fmha/fwd_kern.j2", "L452"),
         "§8.22."
     ),
-    hazard!(
+    H_MUSA_MLA_ROUTED = hazard!(
         "H-MUSA-MLA-ROUTED",
         Warning,
         "qv last dim 512 with q last dim 64 routes to mate's MLA decode kernel (2-tuple return, lse (b, s, h) for 4-D q)",
         mha!("L919-L945"),
         "§6.12, §8.7, §8.8."
     ),
-    hazard!(
+    H_MUSA_MLA_IGNORED = hazard!(
         "H-MUSA-MLA-IGNORED",
         Error,
         "the MLA branch ignores {}",
         mha!("L929-L944"),
         "§6.12: none of these reach dispatch_mla_impl_for_fa_interface."
     ),
-    hazard!(
+    H_MUSA_HEADDIM_ROUNDED = hazard!(
         "H-MUSA-HEADDIM-ROUNDED",
         Info,
         "head dims {}-{} run the {}-{} kernel",
         mate!("mate/jit/attention/fmha/fmha_utils.py", "L76-L105"),
         "§6.3: dims are padded to the kernel's template dims."
     ),
-    hazard!(
+    H_MUSA_HEADDIM_OVER_512 = hazard!(
         "H-MUSA-HEADDIM-OVER-512",
         Error,
         "head dim {} > 512 is accepted and runs a 512-dim kernel",
         mate!("mate/jit/attention/fmha/fmha_utils.py", "L76-L105"),
         "§8.20: no upper bound in _roundup_headdim (behaviour UNVERIFIED)."
     ),
-    hazard!(
+    H_MUSA_APPEND_BEYOND_CAPACITY = hazard!(
         "H-MUSA-APPEND-BEYOND-CAPACITY",
         Error,
         "k/v appended without cache_seqlens or cache_leftpad: new keys are written after the full cache capacity",
         mate!("include/mate/attention/fmha/seqlen.hpp", "L34-L145"),
         "§8.19: upstream FA3 requires cache_seqlens with k/v."
     ),
-    hazard!(
+    H_MUSA_KV_WRITTEN_BEFORE_ERROR = hazard!(
         "H-MUSA-KV-WRITTEN-BEFORE-ERROR",
         Error,
         "the forward kernel already appended k/v into the cache when this error is raised",
         mate!("mate/jit/attention/fmha/fmha_combine.py", "L61-L70"),
         "§8.5: B-5 fires after the kernel."
     ),
-    hazard!(
+    H_MUSA_ASSERTION_ERROR = hazard!(
         "H-MUSA-ASSERTION-ERROR",
         Info,
         "mate raises AssertionError where upstream FA3 raises RuntimeError; `except RuntimeError` misses it and `python -O` removes the check",
         fwd!("L481-L768"),
         "§8.9, §8.10: mate validates with Python asserts."
     ),
-    hazard!(
+    H_MUSA_METADATA_SPLIT_RACE = hazard!(
         "H-MUSA-METADATA-SPLIT-RACE",
         Info,
         "metadata for {} sequences (> 31) is computed with splitting on; the split-reduction loop's unsynchronised flags may vary split counts between runs",
         mate!("include/mate/attention/fmha/metadata.hpp", "L365-L369"),
         "§6.8 step 3c, §8.25 (UNVERIFIED whether it manifests)."
     ),
-    hazard!(
+    H_MUSA_NUM_SPLITS_UNCLAMPED = hazard!(
         "H-MUSA-NUM-SPLITS-UNCLAMPED",
         Warning,
         "num_splits={} with metadata is used unclamped by the forward kernel",
         mate!("csrc/templates/attention/fmha/fwd_kern.j2", "L288-L291"),
         "§6.6: only the combine limits splits (128)."
     ),
-];
+}
