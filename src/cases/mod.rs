@@ -9,6 +9,13 @@
 //! call's seed); index tensors carry values that describe a consistent call: cache lengths within
 //! capacity, page tables that are permutations of distinct pages, distinct `cache_batch_idx`.
 //! Every batch has at least one query, so every appended token is attended and written.
+//!
+//! [`Mutation`]s then move a valid call towards an error site (the `validation` suite and the
+//! `validate` fuzz target).
+
+mod mutation;
+
+pub use mutation::{Mutation, ShapeChange};
 
 use crate::call::{Dtype, KvCacheCall, PyValue, TensorArg};
 use crate::reference::Stack;
