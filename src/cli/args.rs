@@ -1,7 +1,5 @@
 //! The command line's top level (clap derive); each command's flags live in its own file.
 
-use crate::report::Format;
-use clap::builder::{PossibleValue, PossibleValuesParser, TypedValueParser};
 use clap::{Parser, Subcommand};
 
 #[derive(Debug, Parser)]
@@ -35,15 +33,4 @@ pub enum Command {
     Export(super::export::ExportArgs),
     /// Compare a device runner's results in case bundles with the expected verdicts and outputs.
     Verify(super::verify::VerifyArgs),
-}
-
-/// The value parser of a command's `--format`: the formats its report offers
-/// ([`crate::report::Report::FORMATS`]; the first is the default).
-pub fn format_parser(offered: &'static [Format]) -> impl TypedValueParser<Value = Format> {
-    PossibleValuesParser::new(
-        offered
-            .iter()
-            .map(|f| PossibleValue::new(f.name()).help(f.description())),
-    )
-    .map(|name| Format::from_name(&name).expect("every possible value names a format"))
 }

@@ -15,7 +15,7 @@ pub struct CertifyArgs {
     /// Profiles to show (repeatable or comma-separated); default: all.
     #[arg(long = "profile", value_delimiter = ',')]
     pub profiles: Vec<String>,
-    #[arg(long, value_parser = super::args::format_parser(CertifyReport::FORMATS),
+    #[arg(long, value_parser = super::format::format_parser(CertifyReport::FORMATS),
           default_value = CertifyReport::FORMATS[0].name())]
     pub format: Format,
     /// Also run each call the `musa` profile accepts on the modelled MUSA stack (the kernel path,

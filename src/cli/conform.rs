@@ -18,7 +18,7 @@ pub struct ConformArgs {
     /// Cases per suite (default: each suite's own, sized so the campaign takes about a minute).
     #[arg(long)]
     pub cases: Option<usize>,
-    #[arg(long, value_parser = super::args::format_parser(CampaignReport::FORMATS),
+    #[arg(long, value_parser = super::format::format_parser(CampaignReport::FORMATS),
           default_value = CampaignReport::FORMATS[0].name())]
     pub format: Format,
     /// Write the report to this file instead of stdout.

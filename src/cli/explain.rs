@@ -18,7 +18,7 @@ pub struct ExplainArgs {
     #[arg(long, conflicts_with = "message")]
     pub list: bool,
     /// The format of `--list`.
-    #[arg(long, requires = "list", value_parser = super::args::format_parser(SiteList::FORMATS),
+    #[arg(long, requires = "list", value_parser = super::format::format_parser(SiteList::FORMATS),
           default_value = SiteList::FORMATS[0].name())]
     pub format: Format,
 }

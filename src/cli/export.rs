@@ -34,7 +34,7 @@ pub struct ExportArgs {
     /// Bytes one call's tensors may take once materialised.
     #[arg(long, default_value_t = crate::tensor::DEFAULT_MEMORY_CAP)]
     pub memory_cap: usize,
-    #[arg(long, value_parser = super::args::format_parser(ExportReport::FORMATS),
+    #[arg(long, value_parser = super::format::format_parser(ExportReport::FORMATS),
           default_value = ExportReport::FORMATS[0].name())]
     pub format: Format,
 }

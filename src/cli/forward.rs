@@ -11,7 +11,7 @@ use std::path::PathBuf;
 pub struct ForwardArgs {
     /// The forward pass (JSON, see `fa3conform::scheduler::forward`; `-` for stdin).
     pub file: PathBuf,
-    #[arg(long, value_parser = super::args::format_parser(ForwardReport::FORMATS),
+    #[arg(long, value_parser = super::format::format_parser(ForwardReport::FORMATS),
           default_value = ForwardReport::FORMATS[0].name())]
     pub format: Format,
     /// Multiprocessor count of the modelled MUSA device.

@@ -8,6 +8,7 @@ mod conform;
 mod exit;
 mod explain;
 mod export;
+mod format;
 mod forward;
 mod run;
 mod scan;

@@ -16,7 +16,7 @@ pub struct RunArgs {
     /// Whose conventions apply where the stacks differ (lse of empty KV, softcap sign, sinks).
     #[arg(long, value_parser = stack_parser(), default_value = Stack::Musa.name())]
     pub stack: Stack,
-    #[arg(long, value_parser = super::args::format_parser(RunReport::FORMATS),
+    #[arg(long, value_parser = super::format::format_parser(RunReport::FORMATS),
           default_value = RunReport::FORMATS[0].name())]
     pub format: Format,
     /// Refuse calls whose tensors would take more bytes than this once materialised.

@@ -15,7 +15,7 @@ pub struct ScanArgs {
     /// Files or directories to scan (directories respect .gitignore).
     #[arg(required_unless_present = "explain")]
     pub paths: Vec<PathBuf>,
-    #[arg(long, value_parser = super::args::format_parser(ScanReport::FORMATS),
+    #[arg(long, value_parser = super::format::format_parser(ScanReport::FORMATS),
           default_value = ScanReport::FORMATS[0].name())]
     pub format: Format,
     /// Report only these codes (comma-separated).

@@ -14,7 +14,7 @@ pub struct VerifyArgs {
     /// The profile whose verdicts and numerics the results must match.
     #[arg(long, default_value = "musa")]
     pub profile: String,
-    #[arg(long, value_parser = super::args::format_parser(VerifyReport::FORMATS),
+    #[arg(long, value_parser = super::format::format_parser(VerifyReport::FORMATS),
           default_value = VerifyReport::FORMATS[0].name())]
     pub format: Format,
     /// Write the report to this file instead of stdout.
