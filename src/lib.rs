@@ -8,6 +8,7 @@ pub mod certify;
 pub mod cli;
 pub mod conform;
 pub mod explain;
+pub mod forward;
 pub mod fuzzing;
 pub mod hopper;
 pub mod kernel;

@@ -356,7 +356,7 @@ fn injection_recomputes_then_reuses_per_prefix() {
 
 #[test]
 fn every_scheduler_hazard_is_raised() {
-    use fa3conform::scheduler::forward::{emulate, parse_forward};
+    use fa3conform::forward::{emulate, parse_forward};
     use fa3conform::validate::registry;
     use std::collections::BTreeSet;
     let mut raised: BTreeSet<&str> = BTreeSet::new();

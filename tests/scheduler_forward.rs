@@ -4,9 +4,9 @@
 
 mod support;
 
+use fa3conform::forward::{ForwardReport, emulate, parse_forward};
 use fa3conform::mate::DEFAULT_MP;
 use fa3conform::report::{self, Format, Report, Status};
-use fa3conform::scheduler::forward::{ForwardReport, emulate, parse_forward};
 
 fn report(name: &str) -> ForwardReport {
     let path = format!(
@@ -88,7 +88,7 @@ fn mla_cascade_base_call_reuses_the_expand_calls_workspace() {
 
 #[test]
 fn json_report_and_status() {
-    use fa3conform::scheduler::forward::{ForwardOptions, forward};
+    use fa3conform::forward::{ForwardOptions, forward};
     let run = |name: &str| {
         let options = ForwardOptions {
             file: format!(

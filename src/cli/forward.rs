@@ -1,15 +1,15 @@
 //! `fa3conform forward`: SGLang's metadata injection over a forward pass.
 
 use super::{Outcome, emit};
+use crate::forward::{self, ForwardOptions, ForwardReport};
 use crate::report::{Format, Report};
-use crate::scheduler::forward::{self, ForwardOptions, ForwardReport};
 use clap::Args;
 use std::io::Write;
 use std::path::PathBuf;
 
 #[derive(Debug, Args)]
 pub struct ForwardArgs {
-    /// The forward pass (JSON, see `fa3conform::scheduler::forward`; `-` for stdin).
+    /// The forward pass (JSON, see `fa3conform::forward`; `-` for stdin).
     pub file: PathBuf,
     #[arg(long, value_parser = super::format::format_parser(ForwardReport::FORMATS),
           default_value = ForwardReport::FORMATS[0].name())]

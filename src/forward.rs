@@ -13,13 +13,13 @@
 //! backend's for that call and the ones after it, as `_set_current_state` does. The call specs'
 //! own `context` is replaced. Calls run in order through [`crate::musa::injected_metadata`] with
 //! one shared metadata dict; each gets the metadata the wrapper hands to mate, which is then
-//! checked against the call's own arguments ([`super::check_buffer`]).
+//! checked against the call's own arguments ([`crate::scheduler::check_buffer`]).
 
-use super::stale::check_buffer;
 use crate::call::{KvCacheCall, LayerInfo, SglangBackend};
 use crate::musa::{InjectionCache, MetadataUsed, MusaError, injected_metadata};
 use crate::report::documents::forward as doc;
 use crate::report::{Format, Report, Status};
+use crate::scheduler::check_buffer;
 use crate::spec::{ReadError, SpecError, parse_call, read_input};
 use crate::tensor::{DEFAULT_MEMORY_CAP, Tensors, materialise};
 use crate::validate::profiles::MUSA;
