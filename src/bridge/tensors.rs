@@ -8,6 +8,7 @@ use ndarray::{ArrayD, IxDyn};
 use safetensors::SafeTensors;
 use safetensors::tensor::TensorView;
 use std::collections::{BTreeMap, HashMap};
+use std::io::Read;
 use std::path::{Path, PathBuf};
 use thiserror::Error;
 
@@ -116,11 +117,15 @@ pub fn read_tensor_file(path: &Path, cap_bytes: usize) -> Result<TensorFile, Ten
         needed,
         cap: cap_bytes,
     };
-    let size = std::fs::metadata(path).map_err(io)?.len();
-    if u128::from(size) > cap_bytes as u128 {
-        return Err(over(u128::from(size)));
+    // The size a device or pipe reports is no bound (`/dev/zero` has size 0): read at most one
+    // byte past the cap and refuse what reaches it.
+    let mut buffer = Vec::new();
+    std::fs::File::open(path)
+        .and_then(|file| file.take(cap_bytes as u64 + 1).read_to_end(&mut buffer))
+        .map_err(io)?;
+    if buffer.len() > cap_bytes {
+        return Err(over(buffer.len() as u128));
     }
-    let buffer = std::fs::read(path).map_err(io)?;
     let file =
         SafeTensors::deserialize(&buffer).map_err(|e| format_error(path, format!("{e:?}")))?;
     let views = file.tensors();
@@ -140,6 +145,23 @@ pub fn read_tensor_file(path: &Path, cap_bytes: usize) -> Result<TensorFile, Ten
                     name: name.clone(),
                     dtype: view.dtype(),
                 })?;
+            // ndarray holds at most isize::MAX elements over the non-zero axes; a tensor with a
+            // zero axis has no bytes, so safetensors accepts any other axis.
+            let elements = view
+                .shape()
+                .iter()
+                .filter(|&&d| d != 0)
+                .try_fold(1usize, |n, &d| n.checked_mul(d))
+                .filter(|&n| n <= isize::MAX as usize);
+            if elements.is_none() {
+                return Err(format_error(
+                    path,
+                    format!(
+                        "tensor `{name}` has shape {:?}, too large to index",
+                        view.shape()
+                    ),
+                ));
+            }
             let tensor = StoredTensor {
                 dtype,
                 shape: view.shape().to_vec(),
@@ -201,5 +223,34 @@ mod tests {
         std::fs::write(&path, b"not a tensor file").unwrap();
         let err = read_tensor_file(&path, 1 << 20).unwrap_err();
         assert!(matches!(err, TensorFileError::Format { .. }), "{err}");
+    }
+
+    #[test]
+    fn a_device_is_read_only_up_to_the_cap() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("inputs.safetensors");
+        std::os::unix::fs::symlink("/dev/zero", &path).unwrap();
+        let cap = 1 << 20;
+        match read_tensor_file(&path, cap) {
+            Err(TensorFileError::OverCap { needed, .. }) => assert_eq!(needed, cap as u128 + 1),
+            other => panic!("{other:?}"),
+        }
+    }
+
+    /// A zero axis makes the tensor empty, so the file is valid safetensors whatever the other
+    /// axes say; their product must still be indexable.
+    #[test]
+    fn an_empty_tensor_with_huge_axes_is_refused() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("t.safetensors");
+        let header = format!(
+            r#"{{"x":{{"dtype":"F32","shape":[0,{0},{0}],"data_offsets":[0,0]}}}}"#,
+            1u64 << 62
+        );
+        let mut file = (header.len() as u64).to_le_bytes().to_vec();
+        file.extend_from_slice(header.as_bytes());
+        std::fs::write(&path, file).unwrap();
+        let error = read_tensor_file(&path, 1 << 20).unwrap_err().to_string();
+        assert!(error.ends_with("too large to index"), "{error}");
     }
 }
