@@ -113,6 +113,26 @@ fn local_window() {
     assert_close(exact(&c).out.iter().copied(), &[1.5, 4.0]);
 }
 
+/// mate's `_resolve_mask` reads a `None` side as no window; the CUDA stacks' int conversion
+/// refuses it, so the reference gives it no meaning there.
+#[test]
+fn none_window_sides_on_musa() {
+    let mut c = uniform_rows(2);
+    let pair = |l: PyValue, r: PyValue| PyValue::Tuple(vec![l, r]);
+    c.set("window_size", pair(PyValue::None, PyValue::None));
+    let musa = |c: &KvCacheCall| eval(c, Stack::Musa).expect("evaluates").out;
+    // No window: every row (t = 1, 2) attends all three keys.
+    assert_close(musa(&c).iter().copied(), &[3.0, 3.0]);
+    // A left window of 1 with no right window: row t = 1 sees keys 0..=2, t = 2 keys 1..=2.
+    c.set("window_size", pair(PyValue::Int(1), PyValue::None));
+    assert_close(musa(&c).iter().copied(), &[3.0, 4.0]);
+    c.set("window_size", pair(PyValue::None, PyValue::None));
+    assert!(matches!(
+        eval(&c, Stack::Fa3),
+        Err(RefError::Unevaluable(_))
+    ));
+}
+
 #[test]
 fn attention_chunk() {
     // One query at t = 2, chunk 2: keys [2, 4) ∩ [0, 3) = {2}.

@@ -273,8 +273,11 @@ fn int_arg(args: &BoundArgs, tensors: &Tensors, name: Param) -> Result<Option<i6
     }
 }
 
-fn window(args: &BoundArgs) -> Result<(i64, i64), RefError> {
+/// `window_size` as the stack reads it: mate's `_resolve_mask` takes a `None` side as no window
+/// (-1); the CUDA stacks' int conversion refuses it before any kernel runs.
+fn window(args: &BoundArgs, stack: Stack) -> Result<(i64, i64), RefError> {
     let side = |v: &PyValue| match v {
+        PyValue::None if stack == Stack::Musa => Ok(-1),
         PyValue::Tensor(t) => t
             .int_values()
             .and_then(|v| (v.len() == 1).then(|| v[0]))
@@ -497,7 +500,7 @@ fn resolve_mask(
             attention_chunk: 0,
         }
     } else {
-        let (window_left, window_right) = window(args)?;
+        let (window_left, window_right) = window(args, stack)?;
         MaskRequest {
             causal,
             window_left,
