@@ -505,7 +505,7 @@ fn check_rotary(s: &mut CudaState) -> Result<(), Fail> {
             s.hazard(H_CUDA_ROTARY_IGNORED, &["rotary_sin"]);
         }
         if s.has(Arg::SeqlensRotary) {
-            s.hazard(H_CUDA_ROTARY_IGNORED, &["rotary_seqlens"]);
+            s.hazard(H_CUDA_ROTARY_SEQLENS_UNUSED, &[]);
         }
         return Ok(());
     }

@@ -680,7 +680,8 @@ type IsDefault = fn(&PyValue) -> bool;
 
 /// Arguments the MLA branch never passes on (§6.12), among those the call set.
 fn mla_ignored(s: &mut MusaState) -> Result<(), Fail> {
-    const IGNORED: [Param; 13] = [
+    // Arguments whose meaning is lost (an error) and ones that only schedule the work.
+    const IGNORED: [Param; 12] = [
         Param::K,
         Param::V,
         Param::RotaryCos,
@@ -692,29 +693,41 @@ fn mla_ignored(s: &mut MusaState) -> Result<(), Fail> {
         Param::KDescale,
         Param::VDescale,
         Param::Sinks,
-        Param::PackGqa,
         Param::RotarySeqlens,
     ];
-    let mut ignored: Vec<&str> = IGNORED
+    let lost_defaults: [(Param, IsDefault); 3] = [
+        (Param::WindowSize, |v| v.is_none() || is_no_window(v)),
+        (Param::AttentionChunk, |v| v.is_none() || v.eq_int(0)),
+        (Param::Softcap, |v| v.eq_int(0)),
+    ];
+    let scheduling_defaults: [(Param, IsDefault); 2] = [
+        (Param::NumSplits, |v| v.eq_int(0)),
+        (Param::SmMargin, |v| v.eq_int(0)),
+    ];
+    let not_default = |defaults: &[(Param, IsDefault)]| -> Vec<&'static str> {
+        defaults
+            .iter()
+            .filter(|(p, is_default)| !is_default(s.arg(*p)))
+            .map(|(p, _)| p.name())
+            .collect()
+    };
+    let mut lost: Vec<&str> = IGNORED
         .into_iter()
         .filter(|&p| s.given(p))
         .map(Param::name)
         .collect();
-    let defaults: [(Param, IsDefault); 5] = [
-        (Param::WindowSize, |v| v.is_none() || is_no_window(v)),
-        (Param::AttentionChunk, |v| v.is_none() || v.eq_int(0)),
-        (Param::Softcap, |v| v.eq_int(0)),
-        (Param::NumSplits, |v| v.eq_int(0)),
-        (Param::SmMargin, |v| v.eq_int(0)),
-    ];
-    ignored.extend(
-        defaults
-            .iter()
-            .filter(|(p, is_default)| !is_default(s.arg(*p)))
-            .map(|(p, _)| p.name()),
-    );
-    if !ignored.is_empty() {
-        s.hazard(H_MUSA_MLA_IGNORED, &[&ignored.join(", ")]);
+    lost.extend(not_default(&lost_defaults));
+    let mut scheduling: Vec<&str> = s
+        .given(Param::PackGqa)
+        .then_some("pack_gqa")
+        .into_iter()
+        .collect();
+    scheduling.extend(not_default(&scheduling_defaults));
+    if !lost.is_empty() {
+        s.hazard(H_MUSA_MLA_IGNORED, &[&lost.join(", ")]);
+    }
+    if !scheduling.is_empty() {
+        s.hazard(H_MUSA_MLA_SCHEDULING_IGNORED, &[&scheduling.join(", ")]);
     }
     Ok(())
 }

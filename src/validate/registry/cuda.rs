@@ -1046,7 +1046,7 @@ hazards! { HAZARDS:
     ),
     H_CUDA_DESCALE_IGNORED = hazard!(
         "H-CUDA-DESCALE-IGNORED",
-        Error,
+        Warning,
         "{} is ignored because q is not float8_e4m3fn",
         "Dao-AILab/flash-attention@0251105a hopper/flash_api.cpp:L1115-1146",
         "Descales only apply to fp8 inputs; with bf16/fp16 they are neither checked nor used."
@@ -1057,6 +1057,13 @@ hazards! { HAZARDS:
         "{} is ignored because rotary_cos is not given",
         "Dao-AILab/flash-attention@0251105a hopper/flash_api.cpp:L1052-1083",
         "The rotary block only runs when rotary_cos is given."
+    ),
+    H_CUDA_ROTARY_SEQLENS_UNUSED = hazard!(
+        "H-CUDA-ROTARY-SEQLENS-UNUSED",
+        Info,
+        "rotary_seqlens is unused because rotary_cos is not given",
+        "Dao-AILab/flash-attention@0251105a hopper/flash_api.cpp:L1052-1083",
+        "rotary_seqlens only positions the rotation of the appended keys; without rotary_cos there is no rotation and nothing else reads it, so the call computes what it would without it (FA3's own tests pass it either way)."
     ),
     H_CUDA_V_WITHOUT_K = hazard!(
         "H-CUDA-V-WITHOUT-K",

@@ -1390,7 +1390,7 @@ hazards! { HAZARDS:
     ),
     H_MUSA_DESCALE_IGNORED = hazard!(
         "H-MUSA-DESCALE-IGNORED",
-        Error,
+        Warning,
         "{} accepted and ignored: mate has no fp8 attention",
         fwd!("L843"),
         "§8.6: descale tensors are passed to the kernel and unused."
@@ -1492,6 +1492,13 @@ hazards! { HAZARDS:
         "the MLA branch ignores {}",
         mha!("L929-L944"),
         "§6.12: none of these reach dispatch_mla_impl_for_fa_interface."
+    ),
+    H_MUSA_MLA_SCHEDULING_IGNORED = hazard!(
+        "H-MUSA-MLA-SCHEDULING-IGNORED",
+        Info,
+        "the MLA branch schedules the call itself and ignores {}",
+        mha!("L929-L944"),
+        "§6.12: pack_gqa, num_splits and sm_margin do not reach dispatch_mla_impl_for_fa_interface; they only choose how the work is scheduled, so the results are those of the MLA kernel's own schedule."
     ),
     H_MUSA_HEADDIM_ROUNDED = hazard!(
         "H-MUSA-HEADDIM-ROUNDED",
