@@ -21,7 +21,7 @@ use crate::report::documents::forward as doc;
 use crate::report::{Format, Report, Status};
 use crate::scheduler::check_buffer;
 use crate::spec::{ReadError, SpecError, parse_call, read_input};
-use crate::tensor::{DEFAULT_MEMORY_CAP, Tensors, materialise};
+use crate::tensor::{DEFAULT_MEMORY_CAP, Tensors, materialise_index_tensors};
 use crate::validate::profiles::MUSA;
 use crate::validate::registry::scheduler::{H_SCHED_MLA_WORKSPACE_STALE, H_SCHED_UNCHECKED};
 use crate::validate::{Hazard, Profile, Severity};
@@ -211,7 +211,7 @@ pub fn emulate(pass: &ForwardPass, mp: usize) -> ForwardReport {
             reports.push(report);
             continue;
         }
-        let tensors = match materialise(&call, DEFAULT_MEMORY_CAP) {
+        let tensors = match materialise_index_tensors(&call, DEFAULT_MEMORY_CAP) {
             Ok(t) => t,
             Err(e) => {
                 report

@@ -265,6 +265,23 @@ impl CacheTolerance {
     }
 }
 
+impl std::fmt::Display for CacheTolerance {
+    /// In words: `bit for bit`, `|a − b| ≤ 0.001 + 0.001·|b|`, `... or one bfloat16 spacing`.
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let relative = self.relative;
+        match (relative > 0.0, self.ulps_of) {
+            (false, None) => write!(f, "bit for bit"),
+            (false, Some(dtype)) => write!(f, "one {} spacing", dtype.torch_name()),
+            (true, None) => write!(f, "|a − b| ≤ {relative} + {relative}·|b|"),
+            (true, Some(dtype)) => write!(
+                f,
+                "|a − b| ≤ {relative} + {relative}·|b| or one {} spacing",
+                dtype.torch_name()
+            ),
+        }
+    }
+}
+
 /// Every element admitted by `tol`, NaN equal to NaN.
 fn check_cache(
     tensor: &'static str,
@@ -279,7 +296,7 @@ fn check_cache(
         imp,
         reference,
         |i, r| tol.admits(i, r),
-        |i, r| format!("implementation {i}, reference {r} (tolerance {tol:?})"),
+        |i, r| format!("implementation {i}, reference {r} (tolerance: {tol})"),
     )
 }
 
@@ -421,7 +438,14 @@ mod tests {
         r.v_cache = Some(arr(&[3.0, 4.0]));
         let mut imp = r.clone();
         imp.k_cache = Some(arr(&[1.0, 2.0005]));
-        assert_eq!(compare(&imp, &r, &r).unwrap_err().tensor, "k_cache");
+        let err = compare(&imp, &r, &r).unwrap_err();
+        assert_eq!(err.tensor, "k_cache");
+        assert!(
+            err.reason
+                .ends_with("implementation 2.0005, reference 2 (tolerance: bit for bit)"),
+            "{}",
+            err.reason
+        );
         r.rotated_keys = true;
         // 5e-4 ≤ 1e-3 + 1e-3 · 2.
         assert!(compare(&imp, &r, &r).unwrap().caches_compared);
@@ -440,7 +464,14 @@ mod tests {
         imp.k_cache = Some(arr(&[-0.2578125 - 2f64.powi(-9)]));
         assert!(compare(&imp, &r, &r).is_ok());
         imp.k_cache = Some(arr(&[-0.2578125 - 2f64.powi(-8)]));
-        assert_eq!(compare(&imp, &r, &r).unwrap_err().tensor, "k_cache");
+        let err = compare(&imp, &r, &r).unwrap_err();
+        assert_eq!(err.tensor, "k_cache");
+        assert!(
+            err.reason
+                .ends_with("(tolerance: |a − b| ≤ 0.001 + 0.001·|b| or one bfloat16 spacing)"),
+            "{}",
+            err.reason
+        );
         // Without rotation the neighbour is a mismatch.
         r.rotated_keys = false;
         imp.k_cache = Some(arr(&[-0.2578125 - 2f64.powi(-9)]));

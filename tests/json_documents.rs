@@ -5,7 +5,7 @@
 
 mod support;
 
-use fa3conform::bridge::{ExportOptions, VerifyOptions, export, verify};
+use fa3conform::bridge::{ExportOptions, Pools, VerifyOptions, export, verify};
 use fa3conform::call::Dtype;
 use fa3conform::certify::{CertifyOptions, certify};
 use fa3conform::conform::{CampaignReport, CaseOutcome, SuiteReport};
@@ -72,6 +72,7 @@ fn certify_examples() {
         profiles: vec!["musa".into(), "sgl-kernel".into()],
         numerics: false,
         memory_cap: fa3conform::tensor::DEFAULT_MEMORY_CAP,
+        device_as: None,
     })
     .unwrap();
     snapshot("certify", &json(&report));
@@ -130,6 +131,8 @@ fn export_and_verify() {
     let exported = export(&ExportOptions {
         calls,
         out: dir.path().to_path_buf(),
+        force: false,
+        pools: Pools::Slim,
         profile: "musa".into(),
         memory_cap: 1 << 30,
     })
@@ -140,8 +143,9 @@ fn export_and_verify() {
     snapshot("export", &serde_json::to_string_pretty(&summary).unwrap());
 
     std::fs::write(
-        dir.path().join("0000-decode-ver2/result.json"),
-        r#"{"exception": "ValueError", "message": "Only ver=3 is supported for MUSA FA3."}"#,
+        dir.path().join("decode-ver2/result.json"),
+        r#"{"schema_version": 1, "outcome": "raised", "exception": "ValueError",
+            "message": "Only ver=3 is supported for MUSA FA3."}"#,
     )
     .unwrap();
     let verified = verify(&VerifyOptions {

@@ -1,8 +1,10 @@
 //! `certify` and `explain` as library functions: formats, summary line, status, bad input.
 
+use fa3conform::call::Device;
 use fa3conform::certify::{CertifyOptions, Error, certify, summary};
 use fa3conform::explain::{explain, list, render};
 use fa3conform::report::{self, Format, Report, Status};
+use fa3conform::spec::SourceError;
 use fa3conform::validate::profiles;
 use serde_json::Value;
 use std::io::Write;
@@ -25,6 +27,7 @@ fn options(files: Vec<PathBuf>, profiles: &[&str]) -> CertifyOptions {
         profiles: profiles.iter().map(|s| s.to_string()).collect(),
         numerics: false,
         memory_cap: fa3conform::tensor::DEFAULT_MEMORY_CAP,
+        device_as: None,
     }
 }
 
@@ -92,13 +95,38 @@ fn accepted_calls_pass_unless_an_error_hazard_applies() {
 }
 
 #[test]
+fn calls_recorded_on_cpu_are_certified_as_the_device_calls_they_stand_for() {
+    let on_cpu = VER_2
+        .replace("\"bfloat16\"}", "\"bfloat16\", \"device\": \"cpu\"}")
+        .replace(", \"ver\": 2", "");
+    let file = spec_file(&on_cpu);
+    let mut options = options(vec![file.path().to_path_buf()], &["musa"]);
+    let report = certify(&options).unwrap();
+    assert_eq!(report.status(), Status::Findings);
+    let rejection = report.reports[0].gate.rejection().unwrap().to_string();
+    assert!(rejection.contains("must be on MUSA device"), "{rejection}");
+    options.device_as = Some(Device::Musa);
+    assert_eq!(certify(&options).unwrap().status(), Status::Success);
+}
+
+#[test]
 fn bad_input_is_an_error() {
     let status = certify_text("{\"args\": 3}", Format::Human, &[]);
-    assert!(matches!(status, Err(Error::Spec { .. })));
+    assert!(matches!(
+        status,
+        Err(Error::Source(SourceError::Spec { .. }))
+    ));
     let status = certify_text(VER_2, Format::Human, &["no-such-stack"]);
     assert!(matches!(status, Err(Error::UnknownProfile { .. })));
     let missing = options(vec![PathBuf::from("/nonexistent/specs.json")], &[]);
-    assert!(matches!(certify(&missing), Err(Error::Read(_))));
+    let err = certify(&missing).unwrap_err();
+    assert!(matches!(err, Error::Source(SourceError::Read { .. })));
+    // Said once, with nothing under it (the command line prints the error chain).
+    assert_eq!(
+        err.to_string(),
+        "reading /nonexistent/specs.json: No such file or directory (os error 2)"
+    );
+    assert!(std::error::Error::source(&err).is_none());
 }
 
 #[test]

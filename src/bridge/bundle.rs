@@ -23,8 +23,9 @@ pub const RESULT_TENSORS: &str = "result.safetensors";
 /// Written by the runner when the target raised.
 pub const RESULT_JSON: &str = "result.json";
 
-/// Version of the bundle layout; readers refuse other versions.
-pub const SCHEMA_VERSION: u32 = 1;
+/// Version of the bundle layout; readers refuse other versions. 2: `numerics.returned_values`,
+/// `pool` (slim bundles), `skipped`, aliasing tensors stored as their storage.
+pub const SCHEMA_VERSION: u32 = 2;
 
 /// Names in `expected.safetensors` (and, for the first four, in `result.safetensors`).
 pub mod names {
@@ -137,6 +138,9 @@ pub struct ExpectedNumbers {
     pub rotated_keys: bool,
     /// The call returns `(out, softmax_lse, ...)` (`return_softmax_lse` true), not just `out`.
     pub returns_lse: bool,
+    /// How many values the call returns under the profile's convention: 1 for `out` alone (not a
+    /// tuple), else the tuple's length (musa-fa3.md §7: 4 on the fmha path, 2 on MLA).
+    pub returned_values: usize,
     /// The call appends `k`/`v`: the caches after the call are part of the result.
     pub appends_kv: bool,
     /// `out`, `softmax_lse`, `out_lowprec`, `softmax_lse_lowprec` (F32) and, when `appends_kv`,
@@ -156,7 +160,7 @@ impl ExpectedNumbers {
         profile: &str,
         out_dtype: Dtype,
         caches: (Dtype, Dtype),
-        returns_lse: bool,
+        (returns_lse, returned_values): (bool, usize),
         exact: &RefOutput,
         lowprec: &RefOutput,
     ) -> ExpectedNumbers {
@@ -184,6 +188,7 @@ impl ExpectedNumbers {
             out_dtype,
             rotated_keys: exact.rotated_keys,
             returns_lse,
+            returned_values,
             appends_kv: exact.k_cache.is_some(),
             tensors,
         }
@@ -214,16 +219,32 @@ impl ExpectedNumbers {
     }
 }
 
+/// Which rows of the recorded KV pool a slim bundle's `k_cache`/`v_cache` hold.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct PoolRows {
+    /// Rows (pages, or cache rows) of the whole pool.
+    pub pool_rows: usize,
+    /// Row `i` of the bundle's caches is row `rows[i]` of the pool.
+    pub rows: Vec<usize>,
+}
+
 /// A case as exported: the call, its inputs, every profile's verdict and the expected numbers.
 #[derive(Clone, Debug, PartialEq)]
 pub struct CaseBundle {
     /// The call, with the values of its integer tensors inline.
     pub call: KvCacheCall,
-    /// Every tensor argument under its canonical parameter name, in the dtype the call names.
+    /// Every tensor argument under its canonical parameter name, in the dtype the call names
+    /// (an aliasing layout as its storage).
     pub inputs: TensorFile,
+    /// Every profile's verdict, the gate profile's with every hazard `certify` reports.
     pub verdicts: Vec<VerdictRecord>,
     /// `None` when the numerics profile rejects the call.
     pub expected: Option<ExpectedNumbers>,
+    /// Set when the caches hold only the pool rows the call touches.
+    pub pool: Option<PoolRows>,
+    /// Why the case has no inputs (the runner skips it), when export could not make them.
+    pub skipped: Option<String>,
 }
 
 impl CaseBundle {
@@ -241,6 +262,7 @@ struct NumericsJson {
     out_dtype: String,
     rotated_keys: bool,
     returns_lse: bool,
+    returned_values: usize,
     appends_kv: bool,
     /// Informative: `verify` derives the parameters from `input_dtype`.
     #[serde(default)]
@@ -254,6 +276,10 @@ struct ExpectedJson {
     id: String,
     verdicts: Vec<VerdictRecord>,
     numerics: Option<NumericsJson>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pool: Option<PoolRows>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    skipped: Option<String>,
 }
 
 #[derive(Debug, Error)]
@@ -298,7 +324,7 @@ pub fn write_bundle(dir: &Path, bundle: &CaseBundle) -> Result<(), BundleError> 
         path: dir.to_path_buf(),
         source,
     })?;
-    for stale in [RESULT_JSON, RESULT_TENSORS, EXPECTED_TENSORS] {
+    for stale in [RESULT_JSON, RESULT_TENSORS, EXPECTED_TENSORS, INPUTS_FILE] {
         match std::fs::remove_file(dir.join(stale)) {
             Err(e) if e.kind() != std::io::ErrorKind::NotFound => {
                 return Err(BundleError::Io {
@@ -311,13 +337,16 @@ pub fn write_bundle(dir: &Path, bundle: &CaseBundle) -> Result<(), BundleError> 
     }
     let call = serde_json::to_string_pretty(&call_to_json(&bundle.call)).expect("JSON serialises");
     write_text(&dir.join(CALL_FILE), &call)?;
-    write_tensor_file(&dir.join(INPUTS_FILE), &bundle.inputs)?;
+    if bundle.skipped.is_none() {
+        write_tensor_file(&dir.join(INPUTS_FILE), &bundle.inputs)?;
+    }
     let numerics = bundle.expected.as_ref().map(|e| NumericsJson {
         profile: e.profile.clone(),
         input_dtype: e.input_dtype.torch_name().to_string(),
         out_dtype: e.out_dtype.torch_name().to_string(),
         rotated_keys: e.rotated_keys,
         returns_lse: e.returns_lse,
+        returned_values: e.returned_values,
         appends_kv: e.appends_kv,
         tolerance: Some(ToleranceParams::for_dtype(e.input_dtype)),
     });
@@ -326,6 +355,8 @@ pub fn write_bundle(dir: &Path, bundle: &CaseBundle) -> Result<(), BundleError> 
         id: bundle.call.id.clone(),
         verdicts: bundle.verdicts.clone(),
         numerics,
+        pool: bundle.pool.clone(),
+        skipped: bundle.skipped.clone(),
     };
     let text = serde_json::to_string_pretty(&expected).expect("JSON serialises");
     write_text(&dir.join(EXPECTED_JSON), &text)?;
@@ -349,10 +380,13 @@ pub fn read_bundle(dir: &Path, cap_bytes: usize) -> Result<CaseBundle, BundleErr
         ));
     }
     let call = calls.remove(0);
-    let inputs = read_tensor_file(&dir.join(INPUTS_FILE), cap_bytes)?;
     let expected_path = dir.join(EXPECTED_JSON);
     let json: ExpectedJson = serde_json::from_str(&read_text(&expected_path)?)
         .map_err(|e| invalid(&expected_path, e.to_string()))?;
+    let inputs = match json.skipped {
+        Some(_) => TensorFile::new(),
+        None => read_tensor_file(&dir.join(INPUTS_FILE), cap_bytes)?,
+    };
     if json.schema_version != SCHEMA_VERSION {
         return Err(invalid(
             &expected_path,
@@ -395,6 +429,7 @@ pub fn read_bundle(dir: &Path, cap_bytes: usize) -> Result<CaseBundle, BundleErr
                 out_dtype: dtype(&n.out_dtype)?,
                 rotated_keys: n.rotated_keys,
                 returns_lse: n.returns_lse,
+                returned_values: n.returned_values,
                 appends_kv: n.appends_kv,
                 tensors,
             })
@@ -405,6 +440,8 @@ pub fn read_bundle(dir: &Path, cap_bytes: usize) -> Result<CaseBundle, BundleErr
         inputs,
         verdicts: json.verdicts,
         expected,
+        pool: json.pool,
+        skipped: json.skipped,
     })
 }
 
@@ -465,7 +502,7 @@ mod tests {
             "musa",
             Dtype::Bfloat16,
             (Dtype::Bfloat16, Dtype::Bfloat16),
-            true,
+            (true, 4),
             &run(Precision::Exact),
             &run(Precision::LowPrecision),
         );
@@ -486,6 +523,8 @@ mod tests {
                 hazards: vec![],
             }],
             expected: Some(expected),
+            pool: None,
+            skipped: None,
         };
         let dir = tempfile::tempdir().unwrap();
         std::fs::write(dir.path().join(RESULT_JSON), "{}").unwrap();

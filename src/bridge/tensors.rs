@@ -1,7 +1,7 @@
 //! safetensors files of a bundle: tensors kept as raw little-endian bytes in their own dtype, so
 //! that caches compare bit for bit and nothing is rounded twice.
 
-use crate::call::Dtype;
+use crate::call::{Dtype, TensorArg};
 use crate::numeric::{from_le_bytes, to_le_bytes};
 use crate::tensor::HostTensor;
 use ndarray::{ArrayD, IxDyn};
@@ -24,6 +24,21 @@ impl StoredTensor {
     pub fn from_host(t: &HostTensor) -> StoredTensor {
         let values: Vec<f64> = t.data.iter().copied().collect();
         StoredTensor::from_values(t.dtype, t.shape(), &values)
+    }
+
+    /// How a bundle stores the tensor argument `arg` with the values `t`: row-major over its
+    /// shape, or, when its layout maps several elements to one memory location (`expand`'s stride
+    /// 0), as its storage (1-D, `arg.storage_extent()` elements) for the runner to view with the
+    /// strides of `call.json`: a copy into such a layout is refused by torch.
+    pub fn for_arg(t: &HostTensor, arg: &TensorArg) -> StoredTensor {
+        if !arg.aliases() {
+            return StoredTensor::from_host(t);
+        }
+        let mut storage = vec![0.0; arg.storage_extent().unwrap_or(0)];
+        for (offset, value) in arg.storage_offsets().into_iter().zip(t.data.iter()) {
+            storage[offset] = *value;
+        }
+        StoredTensor::from_values(t.dtype, &[storage.len()], &storage)
     }
 
     /// Stores `values` (row-major over `shape`) as `dtype`, rounding as torch's conversion does.

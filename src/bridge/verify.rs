@@ -6,23 +6,23 @@
 //! ones (bit for bit, except where that rule allows rotated keys and fp8 values a tolerance).
 
 use super::bundle::{
-    BundleError, CaseBundle, ExpectedNumbers, OutcomeKind, RESULT_JSON, RESULT_TENSORS,
-    VerdictRecord, bundle_dirs, names, read_bundle,
+    BundleError, CaseBundle, ExpectedNumbers, OutcomeKind, RESULT_TENSORS, VerdictRecord,
+    bundle_dirs, names, read_bundle,
 };
-use super::tensors::{TensorFile, read_tensor_file};
+use super::result::{Returned, RunOutcome, read_result};
+use super::tensors::TensorFile;
 use crate::reference::{Precision, RefOutput};
 use crate::report::documents::verify as doc;
 use crate::report::junit::{self, TestRun};
 use crate::report::{Format, Report, Status, human};
 use crate::tolerance;
-use serde_json::Value;
 use std::io::{self, Write};
 use std::path::{Path, PathBuf};
 
 /// What `verify` judges.
 #[derive(Clone, Debug, PartialEq)]
 pub struct VerifyOptions {
-    /// A bundle folder, or a folder of bundle folders, after `drivers/fa3conform_run.py`.
+    /// A bundle folder, or a folder of bundle folders, after `python -m fa3conform.run`.
     pub dir: PathBuf,
     /// The profile whose verdicts and numerics the results must match.
     pub profile: String,
@@ -44,52 +44,6 @@ pub enum CaseStatus {
 pub struct CaseReport {
     pub name: String,
     pub status: CaseStatus,
-}
-
-/// What the runner left in a bundle.
-enum RunResult {
-    Raised { exception: String, message: String },
-    Returned(TensorFile),
-    ReturnedOther(Value),
-    Skipped(String),
-    Missing,
-}
-
-fn read_result(dir: &Path, cap: usize) -> Result<RunResult, BundleError> {
-    let json_path = dir.join(RESULT_JSON);
-    if json_path.is_file() {
-        let text = std::fs::read_to_string(&json_path).map_err(|source| BundleError::Io {
-            path: json_path.clone(),
-            source,
-        })?;
-        let invalid = |message: String| BundleError::Invalid {
-            path: json_path.clone(),
-            message,
-        };
-        let value: Value = serde_json::from_str(&text).map_err(|e| invalid(e.to_string()))?;
-        if let Some(reason) = value.get("skipped").and_then(Value::as_str) {
-            return Ok(RunResult::Skipped(reason.to_string()));
-        }
-        return match (value.get("exception"), value.get("message")) {
-            (Some(Value::String(exception)), Some(Value::String(message))) => {
-                Ok(RunResult::Raised {
-                    exception: exception.clone(),
-                    message: message.clone(),
-                })
-            }
-            (Some(Value::Null), _) => Ok(RunResult::ReturnedOther(
-                value.get("returned").cloned().unwrap_or(Value::Null),
-            )),
-            _ => Err(invalid(
-                "expected {\"exception\": str, \"message\": str} or {\"skipped\": str}".into(),
-            )),
-        };
-    }
-    let tensors_path = dir.join(RESULT_TENSORS);
-    if tensors_path.is_file() {
-        return Ok(RunResult::Returned(read_tensor_file(&tensors_path, cap)?));
-    }
-    Ok(RunResult::Missing)
 }
 
 /// As Python prints the last line of a traceback: `ValueError: message`, or the class alone.
@@ -121,13 +75,19 @@ pub fn judge(dir: &Path, profile: &str, cap: usize) -> Result<CaseStatus, Bundle
             ),
         }
     })?;
+    if let Some(reason) = &bundle.skipped {
+        return Ok(CaseStatus::Skipped(format!(
+            "export could not write it: {reason}"
+        )));
+    }
     let result = read_result(dir, cap)?;
     Ok(match (verdict.outcome, result) {
-        (_, RunResult::Skipped(reason)) => CaseStatus::Skipped(reason),
-        (_, RunResult::Missing) => CaseStatus::Mismatch(
-            "no result.json or result.safetensors: the runner did not reach this case".into(),
-        ),
-        (OutcomeKind::Rejected, RunResult::Raised { exception, message }) => {
+        (_, RunOutcome::Skipped(reason)) => CaseStatus::Skipped(reason),
+        (_, RunOutcome::Missing) => {
+            CaseStatus::Mismatch("no result.json: the runner did not reach this case".into())
+        }
+        (_, RunOutcome::Failed(what)) => CaseStatus::Mismatch(what),
+        (OutcomeKind::Rejected, RunOutcome::Raised { exception, message }) => {
             let got = python_error(&exception, &message);
             if verdict.exception.as_deref() == Some(&exception)
                 && verdict.message.as_deref() == Some(&message)
@@ -142,15 +102,21 @@ pub fn judge(dir: &Path, profile: &str, cap: usize) -> Result<CaseStatus, Bundle
             "expected {}, but the call returned",
             describe_rejection(verdict)
         )),
-        (OutcomeKind::Accepted, RunResult::Raised { exception, message }) => CaseStatus::Mismatch(
+        (OutcomeKind::Accepted, RunOutcome::Raised { exception, message }) => CaseStatus::Mismatch(
             format!("expected the call to be accepted, got {exception}: {message}"),
         ),
-        (OutcomeKind::Accepted, RunResult::ReturnedOther(returned)) => {
-            CaseStatus::Mismatch(format!("expected tensors, the call returned {returned}"))
-        }
-        (OutcomeKind::Accepted, RunResult::Returned(tensors)) => {
+        (OutcomeKind::Accepted, RunOutcome::Returned { returned, tensors }) => {
             let expected = numerics_for(&bundle, dir, profile)?;
-            compare_outputs(expected, &tensors)
+            if !tensors.contains_key(names::OUT) {
+                CaseStatus::Mismatch(format!(
+                    "expected tensors, the call returned ({})",
+                    returned.types.join(", ")
+                ))
+            } else if let Some(wrong) = wrong_arity(expected, &returned) {
+                CaseStatus::Mismatch(wrong)
+            } else {
+                compare_outputs(expected, &tensors)
+            }
         }
     })
 }
@@ -173,6 +139,27 @@ fn numerics_for<'a>(
             },
         }),
     }
+}
+
+/// How the returned values differ from the profile's return convention, if they do.
+fn wrong_arity(expected: &ExpectedNumbers, returned: &Returned) -> Option<String> {
+    let describe = |tuple: bool, n: usize| {
+        if tuple {
+            format!("a {n}-tuple")
+        } else {
+            "out alone (not a tuple)".to_string()
+        }
+    };
+    let want_tuple = expected.returned_values > 1;
+    let want = describe(want_tuple, expected.returned_values);
+    let got = describe(returned.tuple, returned.arity());
+    (want != got).then(|| {
+        format!(
+            "expected {want} under {}'s convention, the call returned {got} ({})",
+            expected.profile,
+            returned.types.join(", ")
+        )
+    })
 }
 
 /// Applies the tolerance rule to what the call returned. `softmax_lse` counts only when the call
@@ -293,9 +280,11 @@ impl Report for VerifyReport {
     const FORMATS: &'static [Format] = &[Format::Human, Format::Json, Format::Junit];
     type Document = doc::Verification;
 
-    /// Findings when any case mismatches; skipped cases do not count.
+    /// Findings when any case mismatches, or when none was verified (every case skipped):
+    /// skipped cases alone do not fail a run that verified others.
     fn status(&self) -> Status {
-        Status::findings_if(self.counts().1 > 0)
+        let (matched, mismatched, _) = self.counts();
+        Status::findings_if(mismatched > 0 || matched == 0)
     }
 
     fn write_human(&self, out: &mut dyn Write) -> io::Result<()> {
@@ -312,7 +301,11 @@ impl Report for VerifyReport {
             "verify --profile {}: {} cases, {matched} matched, {mismatched} mismatched, {skipped} skipped",
             self.profile,
             self.cases.len()
-        )
+        )?;
+        if matched == 0 && mismatched == 0 {
+            writeln!(out, "no case was verified: every case was skipped")?;
+        }
+        Ok(())
     }
 
     fn document(&self) -> doc::Verification {
@@ -407,7 +400,7 @@ mod tests {
                      verify --profile musa: 3 cases, 1 matched, 1 mismatched, 1 skipped\n"
                 ),
                 Format::Json => {
-                    let json: Value = serde_json::from_str(&text).unwrap();
+                    let json: serde_json::Value = serde_json::from_str(&text).unwrap();
                     assert_eq!(json["cases"][2]["outcome"], "skipped");
                     assert_eq!(json["mismatched"], 1);
                 }
@@ -433,5 +426,85 @@ mod tests {
             memory_cap: 1 << 20,
         };
         assert!(verify(&options).is_err());
+    }
+
+    fn numbers(returned_values: usize) -> ExpectedNumbers {
+        ExpectedNumbers {
+            profile: "musa".into(),
+            input_dtype: crate::call::Dtype::Bfloat16,
+            out_dtype: crate::call::Dtype::Bfloat16,
+            rotated_keys: false,
+            returns_lse: returned_values > 1,
+            returned_values,
+            appends_kv: false,
+            tensors: TensorFile::new(),
+        }
+    }
+
+    fn returned(tuple: bool, types: &[&str]) -> Returned {
+        Returned {
+            tuple,
+            types: types.iter().map(|t| t.to_string()).collect(),
+        }
+    }
+
+    #[test]
+    fn the_profiles_return_convention_is_checked() {
+        let four = ["Tensor", "Tensor", "Tensor", "Tensor"];
+        assert_eq!(wrong_arity(&numbers(4), &returned(true, &four)), None);
+        assert_eq!(
+            wrong_arity(&numbers(4), &returned(true, &["Tensor", "Tensor"])).unwrap(),
+            "expected a 4-tuple under musa's convention, the call returned a 2-tuple (Tensor, Tensor)"
+        );
+        assert_eq!(
+            wrong_arity(&numbers(1), &returned(false, &["Tensor"])),
+            None
+        );
+        assert_eq!(
+            wrong_arity(&numbers(1), &returned(true, &["Tensor"])).unwrap(),
+            "expected out alone (not a tuple) under musa's convention, the call returned a \
+             1-tuple (Tensor)"
+        );
+    }
+
+    #[test]
+    fn a_run_where_every_case_was_skipped_fails() {
+        let dir = tempfile::tempdir().unwrap();
+        let call = r#"{"id": "big", "args": {
+            "q": {"tensor": {"shape": [1, 1, 2, 64], "dtype": "bfloat16"}},
+            "k_cache": {"tensor": {"shape": [1, 4096, 1, 64], "dtype": "bfloat16"}},
+            "v_cache": {"tensor": {"shape": [1, 4096, 1, 64], "dtype": "bfloat16"}}}}"#;
+        let out = dir.path().join("bundles");
+        let exported = crate::bridge::export(&crate::bridge::ExportOptions {
+            calls: crate::spec::parse_specs(call).unwrap(),
+            out: out.clone(),
+            force: false,
+            pools: crate::bridge::Pools::Slim,
+            profile: "musa".into(),
+            memory_cap: 1 << 16,
+        })
+        .unwrap();
+        assert_eq!(exported.skipped.len(), 1);
+        let report = verify(&VerifyOptions {
+            dir: out,
+            profile: "musa".into(),
+            memory_cap: 1 << 20,
+        })
+        .unwrap();
+        assert_eq!(report.status(), Status::Findings);
+        let mut human = Vec::new();
+        report.write_human(&mut human).unwrap();
+        let human = String::from_utf8(human).unwrap();
+        assert!(
+            human.starts_with("SKIPPED big: export could not write it: the call's tensors need "),
+            "{human}"
+        );
+        assert!(
+            human.ends_with(
+                "1 cases, 0 matched, 0 mismatched, 1 skipped\n\
+                 no case was verified: every case was skipped\n"
+            ),
+            "{human}"
+        );
     }
 }

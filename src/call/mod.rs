@@ -10,6 +10,7 @@ mod dims;
 mod dtype;
 mod metadata_args;
 mod param;
+mod recorded;
 pub mod signature;
 mod value;
 
@@ -18,8 +19,12 @@ pub use dims::{Dims, DimsError};
 pub use dtype::Dtype;
 pub use metadata_args::MetadataArgsSpec;
 pub use param::Param;
+pub use recorded::Recorded;
 pub use signature::{BoundArgs, Signature};
-pub use value::{Device, PyValue, TensorArg, TensorValues, python_float_repr, python_int_from_str};
+pub use value::{
+    Device, NumpyScalar, NumpyValue, PyValue, TensorArg, TensorValues, python_float_repr,
+    python_int_from_str,
+};
 
 /// The layout a stack returns `softmax_lse` in (musa-fa3.md §7; cuda-fa3.md D.16).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -47,6 +52,8 @@ pub struct KvCacheCall {
     /// The `get_scheduler_metadata` arguments the call's `scheduler_metadata` was computed with, when
     /// the spec names them instead of (or besides) the tensor's values.
     pub metadata_args: Option<MetadataArgsSpec>,
+    /// Where a recorded call came from.
+    pub recorded: Option<Recorded>,
 }
 
 impl KvCacheCall {
@@ -103,19 +110,56 @@ impl KvCacheCall {
         call
     }
 
-    /// Every tensor argument with the name it is bound to canonically (positional arguments beyond
-    /// the canonical signature are named `arg<i>`).
+    /// Every tensor argument with the name it is stored under: keywords by their name, positional
+    /// ones by the canonical name of their position, or `arg<i>` when that name is also passed by
+    /// keyword (a call Python refuses with `TypeError`) or the position is past the signature.
     pub fn tensors(&self) -> impl Iterator<Item = (String, &TensorArg)> {
-        let positional = self.positional.iter().enumerate().map(|(i, v)| {
-            let name = signature::SGLANG_MUSA
-                .params
-                .get(i)
-                .map_or_else(|| format!("arg{i}"), |(p, _)| p.name().to_string());
-            (name, v)
-        });
-        let keywords = self.keywords.iter().map(|(k, v)| (k.clone(), v));
+        let names = self.positional_names();
+        let positional = self.positional.iter().zip(names);
+        let keywords = self.keywords.iter().map(|(k, v)| (v, k.clone()));
         positional
             .chain(keywords)
-            .filter_map(|(name, v)| v.as_tensor().map(|t| (name, t)))
+            .filter_map(|(v, name)| v.as_tensor().map(|t| (name, t)))
+    }
+
+    /// [`KvCacheCall::tensors`], for changing them.
+    pub fn tensors_mut(&mut self) -> impl Iterator<Item = (String, &mut TensorArg)> {
+        let names = self.positional_names();
+        let positional = self.positional.iter_mut().zip(names);
+        let keywords = self.keywords.iter_mut().map(|(k, v)| (v, k.clone()));
+        positional.chain(keywords).filter_map(|(v, name)| match v {
+            PyValue::Tensor(t) => Some((name, t)),
+            _ => None,
+        })
+    }
+
+    fn positional_names(&self) -> Vec<String> {
+        (0..self.positional.len())
+            .map(|i| {
+                signature::SGLANG_MUSA
+                    .params
+                    .get(i)
+                    .map(|(p, _)| p.name())
+                    .filter(|n| !self.keywords.iter().any(|(k, _)| k == n))
+                    .map_or_else(|| format!("arg{i}"), str::to_string)
+            })
+            .collect()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_positional_tensor_also_passed_by_keyword_is_stored_by_position() {
+        let q = PyValue::tensor(Dtype::Bfloat16, &[1, 1, 1, 8]);
+        let mut call = KvCacheCall {
+            positional: vec![q.clone(), q.clone()],
+            ..KvCacheCall::default()
+        };
+        call.set("q", q);
+        let names: Vec<String> = call.tensors().map(|(name, _)| name).collect();
+        assert_eq!(names, ["arg0", "k_cache", "q"]);
     }
 }

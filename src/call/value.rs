@@ -158,6 +158,59 @@ impl TensorArg {
         true
     }
 
+    /// Elements of memory the layout spans (`1 + Σ (size − 1)·stride`; 0 for an empty tensor),
+    /// `None` when that overflows.
+    pub fn storage_extent(&self) -> Option<usize> {
+        if self.shape.contains(&0) {
+            return Some(0);
+        }
+        self.shape
+            .iter()
+            .zip(self.strides())
+            .try_fold(1usize, |acc, (&size, stride)| {
+                acc.checked_add((size - 1).checked_mul(stride)?)
+            })
+    }
+
+    /// Whether two elements may share one memory location (`expand`'s stride 0, overlapping
+    /// strides). `false` is a proof that they do not: the dimensions, ordered by stride, each
+    /// step over everything the smaller ones span. A layout this test cannot prove distinct is
+    /// treated as aliasing, which is always a faithful description (values follow the memory).
+    pub fn aliases(&self) -> bool {
+        let mut dims: Vec<(usize, usize)> = self
+            .shape
+            .iter()
+            .zip(self.strides())
+            .filter(|(size, _)| **size > 1)
+            .map(|(&size, stride)| (stride, size))
+            .collect();
+        dims.sort_unstable();
+        let mut spanned = 1usize;
+        for (stride, size) in dims {
+            if stride < spanned {
+                return true;
+            }
+            spanned = match stride.checked_mul(size) {
+                Some(span) => span,
+                None => return false, // larger than any memory: the rest cannot overlap
+            };
+        }
+        false
+    }
+
+    /// The memory offset of every element, row-major over the shape.
+    pub fn storage_offsets(&self) -> Vec<usize> {
+        let strides = self.strides();
+        let mut offsets = vec![0usize];
+        for (&size, &stride) in self.shape.iter().zip(&strides) {
+            offsets = offsets
+                .iter()
+                .flat_map(|&base| (0..size).map(move |i| base + i * stride))
+                .collect();
+        }
+        offsets
+    }
+
     /// Device after applying the stack's native device to an unspecified one.
     pub fn device_or(&self, native: Device) -> Device {
         self.device.unwrap_or(native)
@@ -166,6 +219,34 @@ impl TensorArg {
     /// Integer values, when given.
     pub fn int_values(&self) -> Option<Vec<i64>> {
         self.values.as_ref().map(TensorValues::to_i64)
+    }
+}
+
+/// The value of a NumPy scalar, by the kind of its dtype.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub enum NumpyValue {
+    Bool(bool),
+    Int(i64),
+    Float(f64),
+}
+
+/// A NumPy scalar (`np.int64(3)`, `np.float32(0.5)`, `np.True_`), as a recorder meets them where
+/// Python numbers are expected. It is not a Python `int`/`float` (`isinstance` says no, except
+/// `np.float64`, a `float` subclass) but compares, converts and tests true like its value.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct NumpyScalar {
+    /// The NumPy dtype (its name is `type(x).__name__`).
+    pub dtype: Dtype,
+    pub value: NumpyValue,
+}
+
+impl NumpyScalar {
+    pub fn as_f64(&self) -> f64 {
+        match self.value {
+            NumpyValue::Bool(b) => f64::from(u8::from(b)),
+            NumpyValue::Int(i) => i as f64,
+            NumpyValue::Float(x) => x,
+        }
     }
 }
 
@@ -180,6 +261,7 @@ pub enum PyValue {
     Tuple(Vec<PyValue>),
     List(Vec<PyValue>),
     Tensor(TensorArg),
+    Numpy(NumpyScalar),
     /// Any other object, described by its Python type name (`function`, `dict`, ...).
     Object(String),
 }
@@ -201,6 +283,7 @@ impl PyValue {
             PyValue::Tuple(_) => "tuple",
             PyValue::List(_) => "list",
             PyValue::Tensor(_) => "Tensor",
+            PyValue::Numpy(n) => n.dtype.torch_name(),
             PyValue::Object(name) => name,
         }
     }
@@ -225,10 +308,11 @@ impl PyValue {
         }
     }
 
-    /// A Python number as float (`int`, `bool` or `float`).
+    /// A Python number as float (`int`, `bool`, `float` or a NumPy scalar).
     pub fn as_number(&self) -> Option<f64> {
         match self {
             PyValue::Float(f) => Some(*f),
+            PyValue::Numpy(n) => Some(n.as_f64()),
             other => other.as_int().map(|i| i as f64),
         }
     }
@@ -242,6 +326,7 @@ impl PyValue {
             PyValue::Float(f) => Some(*f != 0.0),
             PyValue::Str(s) => Some(!s.is_empty()),
             PyValue::Tuple(v) | PyValue::List(v) => Some(!v.is_empty()),
+            PyValue::Numpy(n) => Some(n.as_f64() != 0.0),
             PyValue::Tensor(_) | PyValue::Object(_) => None,
         }
     }
@@ -260,6 +345,10 @@ impl PyValue {
             PyValue::Int(i) => *i == other,
             PyValue::Bool(b) => *b as i64 == other,
             PyValue::Float(f) => *f == other as f64,
+            PyValue::Numpy(n) => match n.value {
+                NumpyValue::Int(i) => i == other,
+                _ => n.as_f64() == other as f64,
+            },
             _ => false,
         }
     }
@@ -314,6 +403,20 @@ impl fmt::Display for PyValue {
                 let dims: Vec<String> = t.shape.iter().map(usize::to_string).collect();
                 write!(f, "Tensor[{}]({})", t.dtype.torch_name(), dims.join(", "))
             }
+            PyValue::Numpy(n) => match n.value {
+                // NumPy 2's repr: `np.True_`, `np.int64(3)`, `np.float32(0.5)`.
+                NumpyValue::Bool(b) => write!(f, "np.{}_", if b { "True" } else { "False" }),
+                NumpyValue::Int(i) => write!(f, "np.{}({i})", n.dtype.torch_name()),
+                NumpyValue::Float(x) => {
+                    let digits = if n.dtype == Dtype::Float64 {
+                        python_float_repr(x)
+                    } else {
+                        // Shortest digits of the dtype's own precision, as NumPy prints them.
+                        python_float_repr(format!("{}", x as f32).parse().unwrap_or(x))
+                    };
+                    write!(f, "np.{}({digits})", n.dtype.torch_name())
+                }
+            },
             PyValue::Object(name) => write!(f, "<{name} object>"),
         }
     }
@@ -383,6 +486,29 @@ mod tests {
     }
 
     #[test]
+    fn layouts_that_alias_are_recognised() {
+        let layout = |shape: &[usize], stride: &[usize]| TensorArg {
+            stride: Some(stride.to_vec()),
+            ..TensorArg::new(Dtype::Float32, shape)
+        };
+        let expanded = layout(&[3, 2], &[0, 0]);
+        assert!(expanded.aliases());
+        assert_eq!(expanded.storage_extent(), Some(1));
+        assert_eq!(expanded.storage_offsets(), [0; 6]);
+        let rows_repeated = layout(&[3, 2], &[0, 1]);
+        assert_eq!(rows_repeated.storage_offsets(), [0, 1, 0, 1, 0, 1]);
+        assert!(layout(&[2, 2], &[1, 1]).aliases(), "overlapping windows");
+        assert!(!layout(&[2, 3], &[4, 1]).aliases(), "padded rows");
+        assert!(!layout(&[2, 3], &[1, 2]).aliases(), "transposed");
+        assert!(
+            !layout(&[1, 3], &[0, 1]).aliases(),
+            "a stride-0 dimension of size 1"
+        );
+        assert_eq!(layout(&[2, 3], &[4, 1]).storage_extent(), Some(7));
+        assert_eq!(layout(&[0, 3], &[0, 0]).storage_extent(), Some(0));
+    }
+
+    #[test]
     fn python_reprs() {
         assert_eq!(PyValue::Float(3.0).to_string(), "3.0");
         assert_eq!(PyValue::Float(1e-5).to_string(), "1e-05");
@@ -390,6 +516,27 @@ mod tests {
         assert_eq!(PyValue::Tuple(vec![PyValue::Int(-1)]).to_string(), "(-1,)");
         assert_eq!(PyValue::Str("3".into()).to_string(), "'3'");
         assert_eq!(PyValue::Bool(true).to_string(), "True");
+    }
+
+    #[test]
+    fn numpy_scalars_print_and_compare_like_numpy() {
+        let scalar = |dtype, value| PyValue::Numpy(NumpyScalar { dtype, value });
+        let three = scalar(Dtype::Int64, NumpyValue::Int(3));
+        assert_eq!(three.to_string(), "np.int64(3)");
+        assert_eq!(three.type_name(), "int64");
+        assert!(three.eq_int(3));
+        assert_eq!(three.as_int(), None, "np.int64 is not a Python int");
+        assert_eq!(three.as_number(), Some(3.0));
+        let tenth = scalar(Dtype::Float32, NumpyValue::Float(f64::from(0.1f32)));
+        assert_eq!(tenth.to_string(), "np.float32(0.1)");
+        assert_eq!(
+            scalar(Dtype::Bool, NumpyValue::Bool(true)).to_string(),
+            "np.True_"
+        );
+        assert_eq!(
+            scalar(Dtype::Bool, NumpyValue::Bool(false)).truthy(),
+            Some(false)
+        );
     }
 
     #[test]

@@ -8,13 +8,13 @@
 
 pub mod numerics;
 
-use crate::call::{KvCacheCall, PyValue, TensorArg, TensorValues, python_float_repr};
+use crate::call::{Device, KvCacheCall, PyValue, TensorArg, TensorValues, python_float_repr};
 use crate::musa::InjectionCache;
 use crate::report::documents::certify as doc;
 use crate::report::junit::{self, TestRun};
 use crate::report::{Format, Report, Status};
 use crate::scheduler::stale_metadata_findings;
-use crate::spec::{ReadError, SpecError, parse_specs, read_input};
+use crate::spec::{SourceError, cpu_tensors_on, read_calls};
 use crate::validate::{Outcome, Profile, Severity, Verdict, profiles};
 use numerics::Numerics;
 use std::io::{self, Write};
@@ -26,7 +26,8 @@ pub const GATE_PROFILE: &str = "musa";
 /// What `certify` checks.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct CertifyOptions {
-    /// Call spec files (JSON object, array or JSON lines); `-` is standard input.
+    /// Call spec files (JSON object, array or JSON lines), folders of recordings (their call
+    /// files merged, a call recorded by several processes once); `-` is standard input.
     pub files: Vec<PathBuf>,
     /// Profiles to show; empty for all.
     pub profiles: Vec<String>,
@@ -35,15 +36,16 @@ pub struct CertifyOptions {
     pub numerics: bool,
     /// With `numerics`: bytes one call's tensors may take once materialised.
     pub memory_cap: usize,
+    /// Calls recorded on CPU stand for calls on this device: every CPU tensor is taken to be on it.
+    pub device_as: Option<Device>,
 }
 
 /// Bad input: an unreadable file, an invalid spec, an unknown profile.
 #[derive(Debug, thiserror::Error)]
 pub enum Error {
+    /// An unreadable file or folder, or an invalid spec (named by its file).
     #[error(transparent)]
-    Read(#[from] ReadError),
-    #[error("{path}: {source}")]
-    Spec { path: String, source: SpecError },
+    Source(#[from] SourceError),
     #[error("unknown profile `{name}` (known: {known})")]
     UnknownProfile { name: String, known: String },
 }
@@ -154,22 +156,13 @@ pub fn select_profiles(names: &[String]) -> Result<Vec<&'static dyn Profile>, Er
         .collect()
 }
 
-fn read_calls(files: &[PathBuf]) -> Result<Vec<KvCacheCall>, Error> {
-    let mut calls = Vec::new();
-    for file in files {
-        let text = read_input(file)?;
-        calls.extend(parse_specs(&text).map_err(|source| Error::Spec {
-            path: file.display().to_string(),
-            source,
-        })?);
-    }
-    Ok(calls)
-}
-
 /// Certifies every call of `options.files`.
 pub fn certify(options: &CertifyOptions) -> Result<CertifyReport, Error> {
     let selected = select_profiles(&options.profiles)?;
-    let calls = read_calls(&options.files)?;
+    let mut calls = read_calls(&options.files)?.calls;
+    if let Some(device) = options.device_as {
+        calls.iter_mut().for_each(|c| cpu_tensors_on(c, device));
+    }
     let mut reports: Vec<CallReport> = calls.iter().map(|c| certify_call(c, &selected)).collect();
     if options.numerics {
         // In file order, one injection cache: the calls are one process's, as a recording is.

@@ -100,7 +100,7 @@ pub fn check(call: &KvCacheCall, cache: &mut InjectionCache, memory_cap: usize) 
 
 /// `call` passing the buffer its `metadata_args` describe, when the spec gives no values of its
 /// own: the metadata tensor the real call passes was computed with those arguments.
-fn with_described_metadata(call: &KvCacheCall) -> Result<KvCacheCall, String> {
+pub fn with_described_metadata(call: &KvCacheCall) -> Result<KvCacheCall, String> {
     let values_given = call
         .passed("scheduler_metadata")
         .and_then(PyValue::as_tensor)

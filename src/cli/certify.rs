@@ -1,15 +1,18 @@
 //! `fa3conform certify`: each profile's verdict on call specs, hazards and numerics.
 
 use super::{Outcome, emit};
+use crate::call::Device;
 use crate::certify::{self, CertifyOptions, CertifyReport};
 use crate::report::{Format, Report};
+use crate::spec::parse_device_as;
 use clap::Args;
 use std::io::Write;
 use std::path::PathBuf;
 
 #[derive(Clone, Debug, Args)]
 pub struct CertifyArgs {
-    /// Call spec files (JSON object, array or JSON lines); `-` reads standard input.
+    /// Call spec files (JSON object, array or JSON lines), folders of recordings (their call
+    /// files merged, repeated calls once); `-` reads standard input.
     #[arg(required = true, value_name = "FILE")]
     pub files: Vec<PathBuf>,
     /// Profiles to show (repeatable or comma-separated); default: all.
@@ -26,6 +29,10 @@ pub struct CertifyArgs {
     /// With `--numerics`: refuse calls whose tensors would take more bytes than this.
     #[arg(long, default_value_t = crate::tensor::DEFAULT_MEMORY_CAP)]
     pub memory_cap: usize,
+    /// Certify calls recorded on CPU as the calls they stand for on this device (musa or cuda):
+    /// every CPU tensor is taken to be on it.
+    #[arg(long, value_name = "DEVICE", value_parser = parse_device_as)]
+    pub device_as: Option<Device>,
 }
 
 pub fn run(args: &CertifyArgs, out: &mut dyn Write) -> Outcome {
@@ -34,6 +41,7 @@ pub fn run(args: &CertifyArgs, out: &mut dyn Write) -> Outcome {
         profiles: args.profiles.clone(),
         numerics: args.numerics,
         memory_cap: args.memory_cap,
+        device_as: args.device_as,
     })?;
     emit(&report, args.format, None, out)
 }

@@ -1,11 +1,11 @@
 //! `fa3conform export`: case bundles for a device runner, from a spec file or a suite's cases.
 
 use super::{Outcome, emit};
-use crate::bridge::export::{self, ExportOptions, ExportReport};
-use crate::call::KvCacheCall;
+use crate::bridge::export::{self, ExportOptions, ExportReport, Pools};
+use crate::call::{Device, KvCacheCall};
 use crate::conform;
 use crate::report::{Format, Report};
-use crate::spec::{parse_specs, read_input};
+use crate::spec::{cpu_tensors_on, parse_device_as, read_calls};
 use anyhow::{Context, bail};
 use clap::Args;
 use std::io::Write;
@@ -16,7 +16,7 @@ pub struct ExportArgs {
     /// A registered suite whose cases are calls.
     #[arg(long, required_unless_present = "spec", conflicts_with = "spec")]
     pub suite: Option<String>,
-    /// A call-spec file (one object, an array, or JSON lines).
+    /// A call-spec file (one object, an array, or JSON lines), or a folder of recordings.
     #[arg(long)]
     pub spec: Option<PathBuf>,
     /// Number of cases (suite: required; spec: the first N calls, all by default).
@@ -25,9 +25,20 @@ pub struct ExportArgs {
     /// Suite: the campaign seed (default: conform's). Spec: replaces each call's data seed.
     #[arg(long)]
     pub seed: Option<u64>,
-    /// Folder the bundles are written to (one subfolder per case).
+    /// Folder the bundles are written to (one subfolder per case, named by its id). It must be
+    /// empty or absent, unless `--force` replaces the bundles it holds.
     #[arg(long)]
     pub out: PathBuf,
+    /// Remove the bundles `--out` already holds (and their results) before exporting.
+    #[arg(long)]
+    pub force: bool,
+    /// Store whole KV pools instead of the pages (cache rows) each call can read or write.
+    #[arg(long)]
+    pub whole_pools: bool,
+    /// Export calls recorded on CPU as the calls they stand for on this device (musa or cuda):
+    /// every CPU tensor is taken to be on it (as `certify --device-as`).
+    #[arg(long, value_name = "DEVICE", value_parser = parse_device_as)]
+    pub device_as: Option<Device>,
     /// The profile whose conventions the expected numbers follow.
     #[arg(long, default_value = "musa")]
     pub profile: String,
@@ -40,15 +51,20 @@ pub struct ExportArgs {
 }
 
 impl ExportArgs {
-    /// The calls to export: the spec file's (the first `--cases`, with `--seed` as their data
-    /// seed), or the suite's cases.
+    /// The calls to export: the spec file's or recordings' (the first `--cases`, with `--seed` as
+    /// their data seed, on `--device-as`), or the suite's cases (named `<suite>-<seed>-<index>`
+    /// unless the suite names them).
     fn calls(&self) -> anyhow::Result<Vec<KvCacheCall>> {
         if let Some(path) = &self.spec {
-            let mut calls = parse_specs(&read_input(path)?)
-                .with_context(|| format!("reading {}", path.display()))?;
+            let mut calls = read_calls(std::slice::from_ref(path))?.calls;
             calls.truncate(self.cases.unwrap_or(calls.len()));
-            if let Some(seed) = self.seed {
-                calls.iter_mut().for_each(|c| c.seed = seed);
+            for call in &mut calls {
+                if let Some(seed) = self.seed {
+                    call.seed = seed;
+                }
+                if let Some(device) = self.device_as {
+                    cpu_tensors_on(call, device);
+                }
             }
             return Ok(calls);
         }
@@ -60,11 +76,15 @@ impl ExportArgs {
         let seed = self.seed.unwrap_or(conform::DEFAULT_SEED);
         (0..cases)
             .map(|i| {
-                suite.call(seed, i).with_context(|| {
+                let mut call = suite.call(seed, i).with_context(|| {
                     format!(
                         "suite `{name}` checks something other than single calls: nothing to export"
                     )
-                })
+                })?;
+                if call.id.is_empty() {
+                    call.id = format!("{name}-{seed}-{i}");
+                }
+                Ok(call)
             })
             .collect()
     }
@@ -74,6 +94,12 @@ pub fn run(args: &ExportArgs, out: &mut dyn Write) -> Outcome {
     let report = export::export(&ExportOptions {
         calls: args.calls()?,
         out: args.out.clone(),
+        force: args.force,
+        pools: if args.whole_pools {
+            Pools::Whole
+        } else {
+            Pools::Slim
+        },
         profile: args.profile.clone(),
         memory_cap: args.memory_cap,
     })?;
@@ -91,6 +117,9 @@ mod tests {
             cases: Some(1),
             seed: None,
             out: PathBuf::from("unused"),
+            force: false,
+            whole_pools: false,
+            device_as: None,
             profile: "musa".into(),
             memory_cap: 1 << 20,
             format: Format::Human,

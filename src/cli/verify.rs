@@ -9,7 +9,7 @@ use std::path::PathBuf;
 
 #[derive(Debug, Args)]
 pub struct VerifyArgs {
-    /// A bundle folder, or a folder of bundle folders, after `drivers/fa3conform_run.py`.
+    /// A bundle folder, or a folder of bundle folders, after `python -m fa3conform.run`.
     pub dir: PathBuf,
     /// The profile whose verdicts and numerics the results must match.
     #[arg(long, default_value = "musa")]

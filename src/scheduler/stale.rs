@@ -15,7 +15,7 @@
 use super::args::{get_scheduler_metadata, own_args, sglang_injected_args};
 use crate::call::{KvCacheCall, MetadataArgsSpec, PyValue};
 use crate::mate::{self, DEFAULT_MP, ResolvedMask, SchedulerMetadata, SplitHeuristicArgs};
-use crate::tensor::{DEFAULT_MEMORY_CAP, Tensors, materialise};
+use crate::tensor::{DEFAULT_MEMORY_CAP, Tensors, materialise_index_tensors};
 use crate::validate::profiles::MUSA;
 use crate::validate::registry::scheduler::{
     H_SCHED_ARGS_DIFFER, H_SCHED_ARGS_DROPPED, H_SCHED_BATCH_TABLE, H_SCHED_BUFFER_LONGER,
@@ -411,7 +411,8 @@ pub fn stale_metadata_findings_on(call: &KvCacheCall, mp: usize) -> Vec<Hazard> 
     if passed.is_some_and(|t| t.values.is_none()) && call.metadata_args.is_none() {
         return Vec::new();
     }
-    let tensors = match materialise(call, DEFAULT_MEMORY_CAP) {
+    // The checks read integers only: a server's KV pool would be over any cap.
+    let tensors = match materialise_index_tensors(call, DEFAULT_MEMORY_CAP) {
         Ok(t) => t,
         Err(e) => return unchecked(e.to_string()),
     };

@@ -12,13 +12,17 @@
 //! (profile name -> expected error-site id) annotates catalogue entries and is ignored here.
 //! An optional top-level `"metadata_args"` object holds the `get_scheduler_metadata` keyword
 //! arguments (FA3 signature) the call's `scheduler_metadata` was computed with
-//! ([`crate::call::MetadataArgsSpec`]); `certify` compares them with the call.
+//! ([`crate::call::MetadataArgsSpec`]); `certify` compares them with the call. An optional
+//! `"recorded"` object is the recorder's note ([`crate::call::Recorded`]). [`read_calls`] reads
+//! files, standard input and folders of recordings.
 
 mod json;
 mod parse;
+mod sources;
 mod write;
 
 pub use parse::{SpecError, parse_call, parse_each, parse_specs};
+pub use sources::{CallSet, SourceError, cpu_tensors_on, parse_device_as, read_calls};
 pub use write::{call_to_json, value_to_json};
 
 /// A file that could not be read; `path` is `<stdin>` for standard input.

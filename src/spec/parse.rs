@@ -1,5 +1,8 @@
 use super::json;
-use crate::call::{Device, Dtype, KvCacheCall, PyValue, SglangContext, TensorArg, TensorValues};
+use crate::call::{
+    Device, Dtype, KvCacheCall, NumpyScalar, NumpyValue, PyValue, SglangContext, TensorArg,
+    TensorValues,
+};
 use serde_json::{Map, Value};
 use std::fmt;
 
@@ -152,7 +155,8 @@ fn kind(v: &Value) -> &'static str {
 }
 
 /// `expect` annotates catalogue entries (profile name -> expected site id); the call model ignores it.
-const TOP_LEVEL_KEYS: [&str; 7] = [
+/// `recorded` is the recorder's note of where the call came from.
+const TOP_LEVEL_KEYS: [&str; 8] = [
     "id",
     "seed",
     "context",
@@ -160,6 +164,7 @@ const TOP_LEVEL_KEYS: [&str; 7] = [
     "positional",
     "metadata_args",
     "expect",
+    "recorded",
 ];
 
 /// Reads one call object.
@@ -219,6 +224,12 @@ pub fn parse_call(v: &Value) -> Result<KvCacheCall, SpecError> {
             serde_json::from_value(v.clone()).or_else(|e| err("metadata_args", e.to_string()))?,
         ),
     };
+    let recorded = match obj.get("recorded") {
+        None | Some(Value::Null) => None,
+        Some(v) => {
+            Some(serde_json::from_value(v.clone()).or_else(|e| err("recorded", e.to_string()))?)
+        }
+    };
     Ok(KvCacheCall {
         id,
         seed,
@@ -226,6 +237,7 @@ pub fn parse_call(v: &Value) -> Result<KvCacheCall, SpecError> {
         positional,
         keywords,
         metadata_args,
+        recorded,
     })
 }
 
@@ -265,7 +277,7 @@ fn wrapped(path: &str, obj: &Map<String, Value>) -> Result<PyValue, SpecError> {
     let (Some(tag), None) = (keys.next(), keys.next()) else {
         return err(
             path,
-            "expected an object with exactly one of the keys tensor, object, list, float",
+            "expected an object with exactly one of the keys tensor, object, list, float, numpy",
         );
     };
     let inner = &obj[tag];
@@ -291,11 +303,58 @@ fn wrapped(path: &str, obj: &Map<String, Value>) -> Result<PyValue, SpecError> {
             ),
         },
         "float" => special_float(&inner_path, inner).map(PyValue::Float),
+        "numpy" => numpy_scalar(&inner_path, inner).map(PyValue::Numpy),
         other => err(
             path,
-            format!("unknown wrapper `{other}` (expected tensor, object, list or float)"),
+            format!("unknown wrapper `{other}` (expected tensor, object, list, float or numpy)"),
         ),
     }
+}
+
+/// `{"dtype": "int64", "value": 3}`: a NumPy scalar of a bool, integer or float dtype.
+fn numpy_scalar(path: &str, v: &Value) -> Result<NumpyScalar, SpecError> {
+    let Value::Object(obj) = v else {
+        return err(path, format!("expected an object, got {}", kind(v)));
+    };
+    if let Some(key) = obj
+        .keys()
+        .find(|k| !["dtype", "value"].contains(&k.as_str()))
+    {
+        return err(&join(path, key), "unknown key (expected dtype, value)");
+    }
+    let dtype_path = join(path, "dtype");
+    let dtype = match obj.get("dtype") {
+        Some(Value::String(name)) => Dtype::from_torch_name(name)
+            .filter(|d| !matches!(d, Dtype::Bfloat16 | Dtype::Float8E4m3fn | Dtype::Float8E5m2))
+            .map_or_else(
+                || err(&dtype_path, format!("not a NumPy scalar dtype: \"{name}\"")),
+                Ok,
+            )?,
+        Some(other) => {
+            return err(
+                &dtype_path,
+                format!("expected a string, got {}", kind(other)),
+            );
+        }
+        None => return err(path, "missing key `dtype`"),
+    };
+    let value_path = join(path, "value");
+    let value = match (obj.get("value"), dtype) {
+        (None, _) => return err(path, "missing key `value`"),
+        (Some(Value::Bool(b)), Dtype::Bool) => NumpyValue::Bool(*b),
+        (Some(_), Dtype::Bool) => return err(&value_path, "expected true or false"),
+        (Some(v), d) if d.is_floating_point() => NumpyValue::Float(special_float(&value_path, v)?),
+        (Some(v), d) => NumpyValue::Int(v.as_i64().map_or_else(
+            || {
+                err(
+                    &value_path,
+                    format!("expected an integer for {}", d.torch_name()),
+                )
+            },
+            Ok,
+        )?),
+    };
+    Ok(NumpyScalar { dtype, value })
 }
 
 fn special_float(path: &str, v: &Value) -> Result<f64, SpecError> {
@@ -543,6 +602,14 @@ mod tests {
             "args.q.tensor.shape: number of elements overflows"
         );
         assert!(parse_err("{").starts_with("invalid JSON"));
+        assert_eq!(
+            parse_err(r#"{"args": {"m": {"numpy": {"dtype": "bfloat16", "value": 1}}}}"#),
+            "args.m.numpy.dtype: not a NumPy scalar dtype: \"bfloat16\""
+        );
+        assert_eq!(
+            parse_err(r#"{"args": {"m": {"numpy": {"dtype": "int32", "value": 1.5}}}}"#),
+            "args.m.numpy.value: expected an integer for int32"
+        );
         // Keys that are not plain names are quoted, so that even the empty key has a path
         // (found by the call_spec fuzz target).
         assert!(parse_err(r#"{"": 1}"#).starts_with("[\"\"]: unknown key"));

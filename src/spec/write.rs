@@ -1,4 +1,4 @@
-use crate::call::{KvCacheCall, PyValue, TensorValues};
+use crate::call::{KvCacheCall, NumpyValue, PyValue, TensorValues};
 use serde_json::{Map, Value, json};
 
 fn float_json(x: f64) -> Value {
@@ -29,6 +29,14 @@ pub fn value_to_json(v: &PyValue) -> Value {
             json!({ "list": items.iter().map(value_to_json).collect::<Vec<_>>() })
         }
         PyValue::Object(name) => json!({ "object": name }),
+        PyValue::Numpy(n) => {
+            let value = match n.value {
+                NumpyValue::Bool(b) => json!(b),
+                NumpyValue::Int(i) => json!(i),
+                NumpyValue::Float(x) => float_json(x),
+            };
+            json!({ "numpy": { "dtype": n.dtype.torch_name(), "value": value } })
+        }
         PyValue::Tensor(t) => {
             let mut obj = Map::new();
             obj.insert("shape".into(), json!(t.shape));
@@ -85,6 +93,12 @@ pub fn call_to_json(call: &KvCacheCall) -> Value {
             serde_json::to_value(metadata_args).expect("metadata_args serialise"),
         );
     }
+    if let Some(recorded) = &call.recorded {
+        obj.insert(
+            "recorded".into(),
+            serde_json::to_value(recorded).expect("recorded serialises"),
+        );
+    }
     Value::Object(obj)
 }
 
@@ -97,8 +111,11 @@ mod tests {
     fn round_trip() {
         let text = r#"{"id": "r", "seed": 1, "args": {"q": {"tensor": {"shape": [1, 2], "dtype": "bfloat16",
             "device": "cpu", "stride": [2, 1], "values": [1.5, {"float": "-inf"}]}}, "ver": 3.0,
-            "pack_gqa": {"list": [1]}, "score_mod": {"object": "function"}, "window_size": [-1, 0]},
-            "positional": [null]}"#;
+            "pack_gqa": {"list": [1]}, "score_mod": {"object": "function"}, "window_size": [-1, 0],
+            "max_seqlen_q": {"numpy": {"dtype": "int64", "value": 3}},
+            "softcap": {"numpy": {"dtype": "float32", "value": {"float": "inf"}}},
+            "causal": {"numpy": {"dtype": "bool", "value": true}}},
+            "positional": [null], "recorded": {"entry": "m:f", "values_skipped": "CUDA graph capture"}}"#;
         let call = crate::spec::parse_specs(text).unwrap().remove(0);
         let again = parse_call(&call_to_json(&call)).unwrap();
         assert_eq!(call, again);

@@ -12,6 +12,7 @@ use ndarray::{ArrayD, IxDyn};
 use rand::{Rng, SeedableRng, seq::SliceRandom};
 use rand_chacha::ChaCha8Rng;
 use rand_distr::StandardNormal;
+use std::collections::BTreeMap;
 use std::f64::consts::PI;
 
 fn stream(seed: u64, name: &str) -> ChaCha8Rng {
@@ -129,7 +130,7 @@ fn lengths(cu: Option<&HostTensor>, batch: usize, fixed: usize) -> Vec<usize> {
     }
 }
 
-fn float_values(call: &KvCacheCall, name: &str, t: &TensorArg) -> Vec<f64> {
+fn float_values(call: &KvCacheCall, name: &str, t: &TensorArg, rows: Option<&[usize]>) -> Vec<f64> {
     let numel = t.numel().unwrap_or(0);
     match name {
         // cos and sin of the same angles, so that they form real rotations.
@@ -150,6 +151,19 @@ fn float_values(call: &KvCacheCall, name: &str, t: &TensorArg) -> Vec<f64> {
             let mut rng = stream(call.seed, name);
             (0..numel).map(|_| rng.gen_range(0.5..1.5)).collect()
         }
+        // One stream per cache row (page), so that a call holding some rows of a pool (a slim
+        // bundle) sees exactly the data the whole pool has in them.
+        "k_cache" | "v_cache" if !t.shape.is_empty() => {
+            let count = t.shape[0];
+            let per_row = numel.checked_div(count).unwrap_or(0);
+            (0..count)
+                .flat_map(|row| {
+                    let origin = rows.map_or(row, |rows| rows[row]);
+                    let mut rng = stream(call.seed, &format!("{name}[{origin}]"));
+                    (0..per_row).map(move |_| rng.sample::<f64, _>(StandardNormal))
+                })
+                .collect()
+        }
         _ => {
             let mut rng = stream(call.seed, name);
             // Ziggurat sampling: data generation dominates small fuzz cases.
@@ -157,6 +171,40 @@ fn float_values(call: &KvCacheCall, name: &str, t: &TensorArg) -> Vec<f64> {
         }
     }
 }
+
+/// The logical values of a tensor whose layout maps several elements to one memory location,
+/// made to follow the memory: each location keeps the value of the first element that maps to
+/// it. Values given by the spec must already agree.
+fn follow_storage(
+    name: &str,
+    t: &TensorArg,
+    data: Vec<f64>,
+    given: bool,
+) -> Result<Vec<f64>, MaterialiseError> {
+    let offsets = t.storage_offsets();
+    let mut storage: Vec<Option<f64>> = vec![None; t.storage_extent().unwrap_or(0)];
+    for (i, (&offset, &value)) in offsets.iter().zip(&data).enumerate() {
+        match storage[offset] {
+            None => storage[offset] = Some(value),
+            Some(first) if given && first.to_bits() != value.to_bits() => {
+                return Err(MaterialiseError::Shape(format!(
+                    "{name}: values[{i}] is {value} but shares memory (stride {:?}) with an \
+                     element that is {first}",
+                    t.strides()
+                )));
+            }
+            Some(_) => {}
+        }
+    }
+    Ok(offsets
+        .iter()
+        .map(|&offset| storage[offset].expect("every offset was filled"))
+        .collect())
+}
+
+/// Which rows (first-dimension entries) of a pool tensor a call holds: `rows[name][i]` is the
+/// row of the whole pool that row `i` of `name` is. Tensors not named hold their own rows.
+pub type RowOrigins = BTreeMap<String, Vec<usize>>;
 
 /// Generation order: index tensors whose values others depend on come first.
 const INDEX_ORDER: [&str; 7] = [
@@ -172,16 +220,70 @@ const INDEX_ORDER: [&str; 7] = [
 /// Materialises every tensor argument of `call`, refusing before any allocation when the total
 /// exceeds `cap_bytes`.
 pub fn materialise(call: &KvCacheCall, cap_bytes: usize) -> Result<Tensors, MaterialiseError> {
-    let tensors: Vec<(String, &TensorArg)> = call.tensors().collect();
+    materialise_rows(call, cap_bytes, &RowOrigins::new())
+}
+
+/// [`materialise`] for a call whose pool tensors hold some rows of a larger pool: the data of
+/// each row is that of the pool row `rows` names, as [`materialise`] of the whole pool gives it.
+pub fn materialise_rows(
+    call: &KvCacheCall,
+    cap_bytes: usize,
+    rows: &RowOrigins,
+) -> Result<Tensors, MaterialiseError> {
+    generate(call, cap_bytes, rows, |_| true)
+}
+
+/// The integer tensors of `call` alone, with the values [`materialise`] gives them: what a call's
+/// indices say about its pool, without the cost of the pool's data.
+pub fn materialise_index_tensors(
+    call: &KvCacheCall,
+    cap_bytes: usize,
+) -> Result<Tensors, MaterialiseError> {
+    generate(call, cap_bytes, &RowOrigins::new(), |t| {
+        !t.dtype.is_floating_point()
+    })
+}
+
+/// Materialises the tensors of `call` that `wanted` picks; index values still follow from the
+/// whole call's dimensions, so they are the same whichever tensors are picked.
+fn generate(
+    call: &KvCacheCall,
+    cap_bytes: usize,
+    rows: &RowOrigins,
+    wanted: impl Fn(&TensorArg) -> bool,
+) -> Result<Tensors, MaterialiseError> {
+    let tensors: Vec<(String, &TensorArg)> = call.tensors().filter(|(_, t)| wanted(t)).collect();
     let needed: u128 = tensors
         .iter()
-        .map(|(_, t)| t.numel().map_or(u128::MAX, |n| n as u128 * 8))
+        .map(|(_, t)| {
+            let storage = if t.aliases() {
+                t.storage_extent()
+            } else {
+                Some(0)
+            };
+            match (t.numel(), storage) {
+                (Some(n), Some(s)) => (n as u128 + s as u128) * 8,
+                _ => u128::MAX,
+            }
+        })
         .fold(0u128, u128::saturating_add);
     if needed > cap_bytes as u128 {
         return Err(MaterialiseError::OverCap {
             needed,
             cap: cap_bytes,
         });
+    }
+    for (name, origins) in rows {
+        let held = tensors
+            .iter()
+            .find(|(n, _)| n == name)
+            .and_then(|(_, t)| t.shape.first().copied());
+        if held != Some(origins.len()) {
+            return Err(MaterialiseError::Shape(format!(
+                "{name}: {} row origins for {held:?} rows",
+                origins.len()
+            )));
+        }
     }
     let dims = call.bind_canonical().ok().and_then(|b| Dims::of(&b).ok());
     let rank = |name: &str| {
@@ -200,9 +302,12 @@ pub fn materialise(call: &KvCacheCall, cap_bytes: usize) -> Result<Tensors, Mate
                 index_values(call, dims, &name, t, &out)
             }
             (None, None) if !t.dtype.is_floating_point() => vec![0.0; t.numel().unwrap_or(0)],
-            (None, _) => float_values(call, &name, t),
+            (None, _) => float_values(call, &name, t, rows.get(&name).map(Vec::as_slice)),
         };
         round_slice(t.dtype, &mut data);
+        if t.aliases() {
+            data = follow_storage(&name, t, data, t.values.is_some())?;
+        }
         let array = ArrayD::from_shape_vec(IxDyn(&t.shape), data)
             .map_err(|e| MaterialiseError::Shape(format!("{name}: {e}")))?;
         out.insert(
@@ -219,7 +324,7 @@ pub fn materialise(call: &KvCacheCall, cap_bytes: usize) -> Result<Tensors, Mate
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::call::{Dtype, PyValue};
+    use crate::call::{Dtype, PyValue, TensorValues};
 
     fn paged_decode() -> KvCacheCall {
         let mut call = KvCacheCall {
@@ -281,6 +386,58 @@ mod tests {
         assert_eq!(a["page_table"], b["page_table"]);
         call.seed = 6;
         assert_ne!(materialise(&call, 1 << 30).unwrap()["q"], a["q"]);
+    }
+
+    #[test]
+    fn expanded_tensors_hold_one_value_per_memory_location() {
+        let mut call = paged_decode();
+        let expanded = |shape: &[usize]| {
+            PyValue::Tensor(TensorArg {
+                stride: Some(vec![0; shape.len()]),
+                ..TensorArg::new(Dtype::Float32, shape)
+            })
+        };
+        call.set("k_descale", expanded(&[2, 2]));
+        let t = materialise(&call, 1 << 30).unwrap();
+        let descale: Vec<f64> = t["k_descale"].data.iter().copied().collect();
+        assert!(descale.iter().all(|&x| x == descale[0]), "{descale:?}");
+        // Values a spec gives must agree where they share memory.
+        let mut bad = expanded(&[2]);
+        if let PyValue::Tensor(t) = &mut bad {
+            t.values = Some(TensorValues::Float(vec![1.0, 2.0]));
+        }
+        call.set("k_descale", bad);
+        let err = materialise(&call, 1 << 30).unwrap_err().to_string();
+        assert_eq!(
+            err,
+            "k_descale: values[1] is 2 but shares memory (stride [0]) with an element that is 1"
+        );
+    }
+
+    #[test]
+    fn cache_rows_of_a_pool_keep_their_data() {
+        let whole = materialise(&paged_decode(), 1 << 30).unwrap();
+        let mut call = paged_decode();
+        call.set("k_cache", PyValue::tensor(Dtype::Bfloat16, &[2, 16, 2, 64]))
+            .set("v_cache", PyValue::tensor(Dtype::Bfloat16, &[2, 16, 2, 64]));
+        let rows = RowOrigins::from([
+            ("k_cache".to_string(), vec![5, 2]),
+            ("v_cache".to_string(), vec![5, 2]),
+        ]);
+        let some = materialise_rows(&call, 1 << 30, &rows).unwrap();
+        for name in ["k_cache", "v_cache"] {
+            let (whole, some) = (&whole[name].data, &some[name].data);
+            assert_eq!(
+                some.index_axis(ndarray::Axis(0), 0),
+                whole.index_axis(ndarray::Axis(0), 5)
+            );
+            assert_eq!(
+                some.index_axis(ndarray::Axis(0), 1),
+                whole.index_axis(ndarray::Axis(0), 2)
+            );
+        }
+        let wrong = RowOrigins::from([("k_cache".to_string(), vec![5])]);
+        assert!(materialise_rows(&call, 1 << 30, &wrong).is_err());
     }
 
     #[test]

@@ -5,7 +5,7 @@
 
 mod generate;
 
-pub use generate::materialise;
+pub use generate::{RowOrigins, materialise, materialise_index_tensors, materialise_rows};
 
 use crate::call::Dtype;
 use ndarray::{ArrayD, IxDyn};

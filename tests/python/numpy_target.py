@@ -2,7 +2,7 @@
 
 Written from the stacks' documented semantics (window resolution, bottom-right aligned masks,
 per-batch lengths, append-KV, paged caches), independently of fa3conform's Rust reference, so that
-export -> fa3conform_run.py -> verify is a real cross-implementation check. It follows the MUSA
+export -> python -m fa3conform.run -> verify is a real cross-implementation check. It follows the MUSA
 (mate) output conventions: ``out`` in ``q``'s dtype, ``softmax_lse`` float32 ``(b, h, seqlen_q)``
 or ``(h, total_q)`` with ``cu_seqlens_q``, rows without any key give ``out = 0``, ``lse = -inf``.
 

@@ -9,8 +9,11 @@ import sys
 import types
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "drivers"))
-import fa3conform_record  # noqa: E402
+sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "python"))
+from fa3conform import record as fa3conform_record  # noqa: E402
+from fa3conform.entry_points import EntryPoint  # noqa: E402
+
+FAKE_ENTRY = EntryPoint("fake_fa3", "flash_attn_with_kvcache", "a fake stack")
 
 
 class FakeDtype:
@@ -30,14 +33,26 @@ class FakeTensor:
         self.device = device
         self._stride = stride or tuple(math.prod(shape[i + 1:]) for i in range(len(shape)))
         self._values = values
+        self.reads = 0
 
     def stride(self):
         return self._stride
 
     def tolist(self):
         if self._values is None:
-            raise AssertionError("the recorder read the data of a float tensor")
+            raise AssertionError("the recorder read the data of a tensor it must not read")
+        self.reads += 1
         return self._values
+
+    def reshape(self, *shape):
+        flat = FakeTensor((math.prod(self.shape),), str(self.dtype).removeprefix("torch."),
+                          self.device, values=None if self._values is None else _flat(self._values))
+        flat.tolist = self.tolist  # reads count on the tensor the caller passed
+        return flat
+
+
+def _flat(values):
+    return [x for v in values for x in _flat(v)] if isinstance(values, list) else [values]
 
 
 def fake_module():
@@ -70,7 +85,7 @@ def decode_call(module, seqlens):
 
 def record(path):
     module = fake_module()
-    wrapped = fa3conform_record.install(path, entry_points=[("fake_fa3", "flash_attn_with_kvcache")])
+    wrapped = fa3conform_record.install(path, entry_points=[FAKE_ENTRY])
     assert wrapped == ["fake_fa3:flash_attn_with_kvcache"], wrapped
     results = [decode_call(module, [5, 9]), decode_call(module, [6, 10])]  # same signature
     results.append(module.flash_attn_with_kvcache(

@@ -8,12 +8,12 @@ from pathlib import Path
 
 import numpy as np
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "drivers"))
-import fa3conform_run  # noqa: E402
+sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "python"))
+from fa3conform import arrays  # noqa: E402
 import musa_wrapper_target  # noqa: E402
 from numpy_target import flash_attn_with_kvcache  # noqa: E402
 
-TypedArray = fa3conform_run.typed_array_class(np)
+TypedArray = arrays.typed_array_class(np)
 
 
 def tensor(values, dtype="bfloat16"):
@@ -99,7 +99,7 @@ class AttentionTest(unittest.TestCase):
 
 class CodecTest(unittest.TestCase):
     def test_written_files_open_with_safetensors(self):
-        codec = fa3conform_run.NumpyCodec(np)
+        codec = arrays.NumpyCodec(np)
         with tempfile.TemporaryDirectory() as tmp:
             path = Path(tmp) / "t.safetensors"
             codec.write(path, {"seqlens": (np.array([3, 4], np.int32), "int32"),

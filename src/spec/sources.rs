@@ -1,0 +1,191 @@
+//! Where call specs come from: files, standard input (`-`), and folders of recorded call files.
+//!
+//! A folder stands for the `*.jsonl` and `*.json` files directly in it, in name order: what
+//! `python -m fa3conform.record --out DIR` writes, one file per process. Recorded calls (those with
+//! a `recorded` note) that are the same call — every process of a tensor-parallel server records
+//! the same decode step — are kept once, the first in file order; hand-written specs are all kept.
+
+use super::{SpecError, call_to_json, parse_specs};
+use crate::call::{Device, KvCacheCall};
+use std::collections::HashSet;
+use std::path::{Path, PathBuf};
+
+/// Calls read from the sources, in order.
+#[derive(Debug, Default)]
+pub struct CallSet {
+    pub calls: Vec<KvCacheCall>,
+    /// Files read (a folder counts its files).
+    pub files: usize,
+    /// Recorded calls dropped as repeats of an earlier one.
+    pub duplicates: usize,
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum SourceError {
+    #[error("reading {path}: {message}")]
+    Read { path: String, message: String },
+    #[error("{path}: {error}")]
+    Spec { path: String, error: SpecError },
+}
+
+fn read_error(path: &Path, e: impl std::fmt::Display) -> SourceError {
+    SourceError::Read {
+        path: path.display().to_string(),
+        message: e.to_string(),
+    }
+}
+
+/// The call files of a folder, in name order.
+fn folder_files(dir: &Path) -> Result<Vec<PathBuf>, SourceError> {
+    let mut files: Vec<PathBuf> = std::fs::read_dir(dir)
+        .map_err(|e| read_error(dir, e))?
+        .filter_map(|entry| entry.ok().map(|e| e.path()))
+        .filter(|p| {
+            p.is_file()
+                && matches!(
+                    p.extension().and_then(|e| e.to_str()),
+                    Some("jsonl" | "json")
+                )
+        })
+        .collect();
+    files.sort();
+    if files.is_empty() {
+        return Err(read_error(
+            dir,
+            "a folder with no call files (*.jsonl, *.json) in it",
+        ));
+    }
+    Ok(files)
+}
+
+fn read_text(path: &Path) -> Result<String, SourceError> {
+    super::read_input(path).map_err(|e| SourceError::Read {
+        path: e.path,
+        message: e.source.to_string(),
+    })
+}
+
+/// What makes two recorded calls the same call: everything but the id and the recorder's note.
+fn identity(call: &KvCacheCall) -> String {
+    let mut json = call_to_json(&KvCacheCall {
+        recorded: None,
+        ..call.clone()
+    });
+    if let Some(obj) = json.as_object_mut() {
+        obj.remove("id");
+    }
+    json.to_string()
+}
+
+/// Reads every source in order: files, `-` for standard input, folders of call files.
+pub fn read_calls(sources: &[PathBuf]) -> Result<CallSet, SourceError> {
+    let mut set = CallSet::default();
+    let mut seen = HashSet::new();
+    for source in sources {
+        let files = if source.is_dir() {
+            folder_files(source)?
+        } else {
+            vec![source.clone()]
+        };
+        for file in files {
+            let text = read_text(&file)?;
+            let calls = parse_specs(&text).map_err(|error| SourceError::Spec {
+                path: file.display().to_string(),
+                error,
+            })?;
+            set.files += 1;
+            for call in calls {
+                if call.recorded.is_some() && !seen.insert(identity(&call)) {
+                    set.duplicates += 1;
+                } else {
+                    set.calls.push(call);
+                }
+            }
+        }
+    }
+    Ok(set)
+}
+
+/// `--device-as`: the call as the device call it stands for when it was recorded on CPU (a test
+/// run, a CPU dry run of a server): every tensor on `cpu` goes to `device`.
+pub fn cpu_tensors_on(call: &mut KvCacheCall, device: Device) {
+    for (_, t) in call.tensors_mut() {
+        if t.device == Some(Device::Cpu) {
+            t.device = Some(device);
+        }
+    }
+}
+
+/// Parses `--device-as`: an accelerator a CPU recording stands for.
+pub fn parse_device_as(name: &str) -> Result<Device, String> {
+    match Device::from_name(name) {
+        Some(Device::Cpu) | None => Err(format!("expected musa or cuda, not `{name}`")),
+        Some(device) => Ok(device),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn line(id: &str, batch: usize, recorded: bool) -> String {
+        let note = if recorded {
+            r#", "recorded": {"entry": "m:f"}"#
+        } else {
+            ""
+        };
+        format!(
+            r#"{{"id": "{id}", "args": {{"q": {{"tensor": {{"shape": [{batch}, 1, 8, 64], "dtype": "bfloat16"}}}}}}{note}}}"#
+        )
+    }
+
+    #[test]
+    fn a_folder_of_recordings_is_merged_and_repeats_are_dropped() {
+        let dir = tempfile::tempdir().unwrap();
+        let write = |name: &str, lines: &[String]| {
+            std::fs::write(dir.path().join(name), lines.join("\n") + "\n").unwrap()
+        };
+        write(
+            "calls-tp0-pid1.jsonl",
+            &[line("tp0-1", 2, true), line("tp0-2", 3, true)],
+        );
+        write(
+            "calls-tp1-pid2.jsonl",
+            &[line("tp1-1", 2, true), line("tp1-2", 4, true)],
+        );
+        std::fs::write(dir.path().join("notes.txt"), "not a call file").unwrap();
+        let set = read_calls(&[dir.path().to_path_buf()]).unwrap();
+        let ids: Vec<&str> = set.calls.iter().map(|c| c.id.as_str()).collect();
+        assert_eq!(ids, ["tp0-1", "tp0-2", "tp1-2"]);
+        assert_eq!((set.files, set.duplicates), (2, 1));
+
+        // Hand-written specs are never merged.
+        let hand = dir.path().join("hand.json");
+        std::fs::write(
+            &hand,
+            format!("[{}, {}]", line("a", 2, false), line("b", 2, false)),
+        )
+        .unwrap();
+        assert_eq!(read_calls(&[hand]).unwrap().calls.len(), 2);
+    }
+
+    #[test]
+    fn errors_name_the_file() {
+        let dir = tempfile::tempdir().unwrap();
+        let err = read_calls(&[dir.path().to_path_buf()])
+            .unwrap_err()
+            .to_string();
+        assert!(
+            err.ends_with(": a folder with no call files (*.jsonl, *.json) in it"),
+            "{err}"
+        );
+        std::fs::write(dir.path().join("calls.jsonl"), "").unwrap();
+        let err = read_calls(&[dir.path().to_path_buf()])
+            .unwrap_err()
+            .to_string();
+        assert!(
+            err.ends_with("calls.jsonl: no call specs: the input is empty"),
+            "{err}"
+        );
+    }
+}
