@@ -11,6 +11,10 @@ use crate::call::signature;
 use crate::call::{Device, Param, PyValue};
 use crate::validate::engine::{Check, Fail, HazardLog, Layer, reject, sites_of};
 use crate::validate::registry::Site;
+use crate::validate::registry::cuda::{
+    ATEN_DIM_NO_DIMS, ATEN_DIM_RANGE, ATEN_INDEX_0D, ATEN_TENSOR_INDEX, PY_LIST_INDEX,
+    PY_NOT_SUBSCRIPTABLE, PY_STR_INDEX, PY_TUPLE_INDEX,
+};
 use crate::validate::{Exception, Rejection};
 use std::borrow::Cow;
 
@@ -126,6 +130,19 @@ fn python_batch(s: &CudaState) -> Option<usize> {
         cu => cu.as_tensor()?.size(0)?.checked_sub(1),
     }
 }
+
+/// What `window_size[i]` can raise: Python's indexing of a non-sequence or a short sequence,
+/// torch's of a tensor ([`python_index`]).
+pub const WINDOW_INDEX_SITES: &[&Site] = &[
+    PY_NOT_SUBSCRIPTABLE,
+    PY_TUPLE_INDEX,
+    PY_LIST_INDEX,
+    PY_STR_INDEX,
+    ATEN_TENSOR_INDEX,
+    ATEN_INDEX_0D,
+    ATEN_DIM_NO_DIMS,
+    ATEN_DIM_RANGE,
+];
 
 /// `window_size[0]`, `window_size[1]` as the wrapper evaluates them for the operator call.
 pub fn index_window(s: &mut CudaState) -> Result<(), Fail> {

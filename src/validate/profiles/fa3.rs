@@ -4,8 +4,9 @@
 //! any build against torch >= 2.9).
 
 use super::cuda_op::{
-    FA3_CUSTOM_OP, OP_CALL, SeqlensLength, assert_last_stride, binding_rejection, default_scale,
-    expand_int_seqlens, index_window, maybe_contiguous_all, profile_sites,
+    FA3_CUSTOM_OP, OP_CALL, SeqlensLength, WINDOW_INDEX_SITES, assert_last_stride,
+    binding_rejection, default_scale, expand_int_seqlens, index_window, maybe_contiguous_all,
+    profile_sites,
 };
 use super::cuda_state::{Arg, CudaState, Flavour};
 use super::mha_fwd::{LAUNCH, MHA_FWD, render, resolved};
@@ -43,16 +44,7 @@ static PYTHON: Layer<CudaState> = Layer {
         },
         Check {
             name: "window_size[0], window_size[1]",
-            sites: &[
-                PY_NOT_SUBSCRIPTABLE,
-                PY_TUPLE_INDEX,
-                PY_LIST_INDEX,
-                PY_STR_INDEX,
-                ATEN_TENSOR_INDEX,
-                ATEN_INDEX_0D,
-                ATEN_DIM_NO_DIMS,
-                ATEN_DIM_RANGE,
-            ],
+            sites: WINDOW_INDEX_SITES,
             run: |s| {
                 s.attention_chunk = s.py(Param::AttentionChunk).clone();
                 index_window(s)

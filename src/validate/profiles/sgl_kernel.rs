@@ -8,8 +8,8 @@
 //! FA4-1 `FA4 is not available, ...` cannot fire) on one Hopper GPU.
 
 use super::cuda_op::{
-    OP_CALL, SGL_FWD_OP, SeqlensLength, assert_last_stride, binding_rejection, default_scale,
-    expand_int_seqlens, index_window, maybe_contiguous_all, profile_sites,
+    OP_CALL, SGL_FWD_OP, SeqlensLength, WINDOW_INDEX_SITES, assert_last_stride, binding_rejection,
+    default_scale, expand_int_seqlens, index_window, maybe_contiguous_all, profile_sites,
 };
 use super::cuda_state::{
     Arg, CudaState, Flavour, ensure, python_shape, python_stride_last, python_tensor,
@@ -105,16 +105,7 @@ static FA3_PYTHON: Layer<CudaState> = Layer {
         },
         Check {
             name: "window_size[0], window_size[1]",
-            sites: &[
-                PY_NOT_SUBSCRIPTABLE,
-                PY_TUPLE_INDEX,
-                PY_LIST_INDEX,
-                PY_STR_INDEX,
-                ATEN_TENSOR_INDEX,
-                ATEN_INDEX_0D,
-                ATEN_DIM_NO_DIMS,
-                ATEN_DIM_RANGE,
-            ],
+            sites: WINDOW_INDEX_SITES,
             run: index_window,
         },
     ],
@@ -194,16 +185,7 @@ static FA4_WRAPPER: Layer<CudaState> = Layer {
             // `(-1, -1)` becomes `(None, None)` (tuple equality: a list does not match), then
             // flash_attn_varlen_func indexes it.
             name: "window_size",
-            sites: &[
-                PY_NOT_SUBSCRIPTABLE,
-                PY_TUPLE_INDEX,
-                PY_LIST_INDEX,
-                PY_STR_INDEX,
-                ATEN_TENSOR_INDEX,
-                ATEN_INDEX_0D,
-                ATEN_DIM_NO_DIMS,
-                ATEN_DIM_RANGE,
-            ],
+            sites: WINDOW_INDEX_SITES,
             run: |s| match s.py(Param::WindowSize) {
                 PyValue::Tuple(w) if w.len() == 2 && w.iter().all(|x| x.eq_int(-1)) => {
                     s.window = [PyValue::None, PyValue::None];
