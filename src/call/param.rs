@@ -68,6 +68,16 @@ params! {
     CpTotSequsedK = "cp_tot_seqused_k",
     /// mate's own entry point, at position 23.
     LearnableSink = "learnable_sink",
+    /// SGLang's dispatcher (sgl-kernel 0.4.4's signature).
+    OnlyQv = "only_qv",
+    /// SGLang's dispatcher and vLLM's fork.
+    Out = "out",
+    /// FlashAttention-2 and vLLM's fork: the name of `page_table`.
+    BlockTable = "block_table",
+    /// FlashAttention-2 and vLLM's fork.
+    AlibiSlopes = "alibi_slopes",
+    /// vLLM's fork: which FlashAttention it runs (2 or 3).
+    FaVersion = "fa_version",
 }
 
 impl Param {

@@ -27,12 +27,15 @@ impl ParamDefault {
     }
 }
 
-/// A Python function signature: positional-or-keyword parameters, optionally `**kwargs`.
+/// A Python function signature: positional-or-keyword parameters, then keyword-only ones (after a
+/// bare `*`), optionally `**kwargs`.
 #[derive(Debug)]
 pub struct Signature {
     /// `__qualname__`, used in CPython's messages.
     pub function: &'static str,
     pub params: &'static [(Param, ParamDefault)],
+    /// How many of `params`, at the end, are keyword-only.
+    pub keyword_only: usize,
     pub var_keyword: bool,
     /// The position of each [`Param`] in `params` (indexed by the enum; [`ABSENT`] where the
     /// signature has no such parameter), so that checks read arguments without a search.
@@ -58,9 +61,24 @@ impl Signature {
         Signature {
             function,
             params,
+            keyword_only: 0,
             var_keyword,
             positions,
         }
+    }
+
+    /// The same signature with its last `count` parameters keyword-only.
+    const fn with_keyword_only(self, count: usize) -> Signature {
+        assert!(count <= self.params.len());
+        Signature {
+            keyword_only: count,
+            ..self
+        }
+    }
+
+    /// The parameters a positional argument can bind to (CPython's `co_argcount`).
+    pub fn positional_params(&self) -> &'static [(Param, ParamDefault)] {
+        &self.params[..self.params.len() - self.keyword_only]
     }
 
     /// Where `param` sits in the parameter list, if the signature has it.
@@ -135,12 +153,14 @@ impl BoundArgs {
 
 /// Binds `call` to `signature` exactly as CPython 3.11 does, returning the `TypeError` message on
 /// failure. Order (CPython `initialize_locals`): keywords in call order (unexpected keyword, then
-/// multiple values), then too many positionals, then missing required arguments.
+/// multiple values), then too many positionals, then missing required positional, then missing
+/// required keyword-only arguments.
 pub fn bind(signature: &'static Signature, call: &KvCacheCall) -> Result<BoundArgs, String> {
     let f = signature.function;
-    let n = signature.params.len();
-    let mut slots: Vec<Option<PyValue>> = vec![None; n];
-    for (slot, value) in slots.iter_mut().zip(&call.positional) {
+    let positional_params = signature.positional_params();
+    let argcount = positional_params.len();
+    let mut slots: Vec<Option<PyValue>> = vec![None; signature.params.len()];
+    for (slot, value) in slots.iter_mut().zip(&call.positional).take(argcount) {
         *slot = Some(value.clone());
     }
     let mut extra = Vec::new();
@@ -154,43 +174,42 @@ pub fn bind(signature: &'static Signature, call: &KvCacheCall) -> Result<BoundAr
             None => return Err(format!("{f}() got an unexpected keyword argument '{name}'")),
         }
     }
-    if call.positional.len() > n {
-        let required = signature
-            .params
-            .iter()
-            .filter(|(_, d)| *d == ParamDefault::Required)
-            .count();
-        let sig = if required < n {
-            format!("from {required} to {n}")
-        } else {
-            n.to_string()
-        };
-        let plural = if required < n || n != 1 { "s" } else { "" };
-        let given = call.positional.len();
-        let verb = if given == 1 { "was" } else { "were" };
-        return Err(format!(
-            "{f}() takes {sig} positional argument{plural} but {given} {verb} given"
+    if call.positional.len() > argcount {
+        return Err(too_many_positional(
+            signature,
+            call.positional.len(),
+            &slots,
         ));
     }
-    let missing: Vec<&str> = signature
-        .params
-        .iter()
-        .zip(&slots)
-        .filter(|((_, d), slot)| *d == ParamDefault::Required && slot.is_none())
-        .map(|((param, _), _)| param.name())
-        .collect();
-    if !missing.is_empty() {
-        let quoted: Vec<String> = missing.iter().map(|m| format!("'{m}'")).collect();
-        let names = match quoted.len() {
-            1 => quoted[0].clone(),
-            2 => format!("{} and {}", quoted[0], quoted[1]),
-            k => format!("{}, and {}", quoted[..k - 1].join(", "), quoted[k - 1]),
-        };
-        let plural = if missing.len() == 1 { "" } else { "s" };
-        return Err(format!(
-            "{f}() missing {} required positional argument{plural}: {names}",
-            missing.len()
-        ));
+    let missing = |params: &[(Param, ParamDefault)], slots: &[Option<PyValue>]| {
+        params
+            .iter()
+            .zip(slots)
+            .filter(|((_, d), slot)| *d == ParamDefault::Required && slot.is_none())
+            .map(|((param, _), _)| param.name())
+            .collect::<Vec<&str>>()
+    };
+    let (positional_slots, keyword_slots) = slots.split_at(argcount);
+    for (missing, kind) in [
+        (missing(positional_params, positional_slots), "positional"),
+        (
+            missing(&signature.params[argcount..], keyword_slots),
+            "keyword-only",
+        ),
+    ] {
+        if !missing.is_empty() {
+            let quoted: Vec<String> = missing.iter().map(|m| format!("'{m}'")).collect();
+            let names = match quoted.len() {
+                1 => quoted[0].clone(),
+                2 => format!("{} and {}", quoted[0], quoted[1]),
+                k => format!("{}, and {}", quoted[..k - 1].join(", "), quoted[k - 1]),
+            };
+            let plural = if missing.len() == 1 { "" } else { "s" };
+            return Err(format!(
+                "{f}() missing {} required {kind} argument{plural}: {names}",
+                missing.len()
+            ));
+        }
     }
     let params = slots
         .into_iter()
@@ -205,6 +224,40 @@ pub fn bind(signature: &'static Signature, call: &KvCacheCall) -> Result<BoundAr
         params,
         extra,
     })
+}
+
+/// CPython's `too_many_positional`: the range of accepted positionals, and how many keyword-only
+/// arguments were given alongside.
+fn too_many_positional(signature: &Signature, given: usize, slots: &[Option<PyValue>]) -> String {
+    let positional_params = signature.positional_params();
+    let argcount = positional_params.len();
+    let required = positional_params
+        .iter()
+        .filter(|(_, d)| *d == ParamDefault::Required)
+        .count();
+    let (range, plural) = if required < argcount {
+        (format!("from {required} to {argcount}"), "s")
+    } else {
+        (argcount.to_string(), if argcount == 1 { "" } else { "s" })
+    };
+    let keyword_only_given = slots[argcount..].iter().filter(|s| s.is_some()).count();
+    let keyword_only = match keyword_only_given {
+        0 => String::new(),
+        n => format!(
+            " positional argument{} (and {n} keyword-only argument{})",
+            if given == 1 { "" } else { "s" },
+            if n == 1 { "" } else { "s" }
+        ),
+    };
+    let verb = if given == 1 && keyword_only_given == 0 {
+        "was"
+    } else {
+        "were"
+    };
+    format!(
+        "{}() takes {range} positional argument{plural} but {given}{keyword_only} {verb} given",
+        signature.function
+    )
 }
 
 use ParamDefault as D;
@@ -344,6 +397,70 @@ pub static FA3: Signature = Signature::new("flash_attn_with_kvcache", &FA3_PARAM
 pub static SGL_KERNEL_0_3_21: Signature =
     Signature::new("flash_attn_with_kvcache", &SGL_KERNEL_PARAMS, false);
 
+/// SGLang's dispatcher `sglang.jit_kernel.flash_attention.flash_attn_with_kvcache`
+/// (sgl-kernel-cuda.md B.6): sgl-kernel 0.4.4's signature — `only_qv` before `sm_margin`, `out` last.
+pub static SGLANG_DISPATCHER: Signature =
+    Signature::new("flash_attn_with_kvcache", &SGLANG_DISPATCHER_PARAMS, false);
+
+const SGLANG_DISPATCHER_PARAMS: [(Param, ParamDefault); 36] = concat(
+    concat::<31, 4, 35>(
+        insert::<30, 31>(
+            fa3_common_params!(D::None),
+            28,
+            (Param::OnlyQv, D::Bool(false)),
+        ),
+        SGLANG_TAIL,
+    ),
+    [(Param::Out, D::None)],
+);
+
+/// FlashAttention-2 `flash_attn.flash_attn_with_kvcache`, releases 2.6.1 to 2.8.4
+/// (docs/spec/flash-attn-2.md §1).
+pub static FA2: Signature = Signature::new("flash_attn_with_kvcache", &FA2_PARAMS, false);
+
+const FA2_PARAMS: [(Param, ParamDefault); 19] = [
+    (Param::Q, D::Required),
+    (Param::KCache, D::Required),
+    (Param::VCache, D::Required),
+    (Param::K, D::None),
+    (Param::V, D::None),
+    (Param::RotaryCos, D::None),
+    (Param::RotarySin, D::None),
+    (Param::CacheSeqlens, D::None),
+    (Param::CacheBatchIdx, D::None),
+    (Param::CacheLeftpad, D::None),
+    (Param::BlockTable, D::None),
+    (Param::SoftmaxScale, D::None),
+    (Param::Causal, D::Bool(false)),
+    (Param::WindowSize, D::WindowNone),
+    (Param::Softcap, D::Float(0.0)),
+    (Param::RotaryInterleaved, D::Bool(true)),
+    (Param::AlibiSlopes, D::None),
+    (Param::NumSplits, D::Int(0)),
+    (Param::ReturnSoftmaxLse, D::Bool(false)),
+];
+
+/// vLLM's `vllm_flash_attn.flash_attn_with_kvcache` at its last version (vllm-project/flash-attention
+/// 8e1b01d5, docs/spec/vllm-flash-attn.md §1): FlashAttention-2's parameters, then ten keyword-only.
+pub static VLLM_FLASH_ATTN: Signature =
+    Signature::new("flash_attn_with_kvcache", &VLLM_PARAMS, false).with_keyword_only(10);
+
+const VLLM_PARAMS: [(Param, ParamDefault); 29] = concat(
+    FA2_PARAMS,
+    [
+        (Param::Out, D::None),
+        (Param::SchedulerMetadata, D::None),
+        (Param::QDescale, D::None),
+        (Param::KDescale, D::None),
+        (Param::VDescale, D::None),
+        (Param::FaVersion, D::Int(2)),
+        (Param::SAux, D::None),
+        (Param::CpWorldSize, D::Int(1)),
+        (Param::CpRank, D::Int(0)),
+        (Param::CpTotSequsedK, D::None),
+    ],
+);
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -386,6 +503,56 @@ mod tests {
         assert_eq!(
             bind(&FA3, &call(31, &["ver"])).unwrap_err(),
             "flash_attn_with_kvcache() got an unexpected keyword argument 'ver'"
+        );
+    }
+
+    /// Texts produced by CPython 3.11.7 for a function with vLLM's signature
+    /// (docs/spec/vllm-flash-attn.md §3).
+    #[test]
+    fn keyword_only_parameters_bind_as_cpython_does() {
+        let with = |positional: usize, keywords: &[&str]| {
+            bind(&VLLM_FLASH_ATTN, &call(positional, keywords)).map(|b| b.params.len())
+        };
+        assert_eq!(
+            with(20, &[]).unwrap_err(),
+            "flash_attn_with_kvcache() takes from 3 to 19 positional arguments but 20 were given"
+        );
+        assert_eq!(
+            with(20, &["out"]).unwrap_err(),
+            "flash_attn_with_kvcache() takes from 3 to 19 positional arguments but 20 positional \
+             arguments (and 1 keyword-only argument) were given"
+        );
+        assert_eq!(
+            with(20, &["out", "fa_version"]).unwrap_err(),
+            "flash_attn_with_kvcache() takes from 3 to 19 positional arguments but 20 positional \
+             arguments (and 2 keyword-only arguments) were given"
+        );
+        assert_eq!(
+            with(20, &["out", "k"]).unwrap_err(),
+            "flash_attn_with_kvcache() got multiple values for argument 'k'"
+        );
+        assert_eq!(
+            with(1, &[]).unwrap_err(),
+            "flash_attn_with_kvcache() missing 2 required positional arguments: 'k_cache' and 'v_cache'"
+        );
+        assert_eq!(with(19, &["out", "fa_version"]), Ok(29));
+        assert_eq!(
+            bind(&FA2, &call(3, &["page_table"])).unwrap_err(),
+            "flash_attn_with_kvcache() got an unexpected keyword argument 'page_table'"
+        );
+    }
+
+    #[test]
+    fn the_dispatcher_has_only_qv_before_sm_margin_and_out_last() {
+        let names: Vec<&str> = SGLANG_DISPATCHER
+            .params
+            .iter()
+            .map(|(p, _)| p.name())
+            .collect();
+        assert_eq!(names[27..30], ["pack_gqa", "only_qv", "sm_margin"]);
+        assert_eq!(
+            names[31..],
+            ["sinks", "score_mod", "aux_tensors", "ver", "out"]
         );
     }
 
