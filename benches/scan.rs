@@ -6,7 +6,7 @@
 //! resolved: the parser-bound worst case.
 
 use criterion::{Criterion, Throughput, criterion_group, criterion_main};
-use fa3conform::scan::scan_paths;
+use fa3conform::scan::{Selection, scan_paths};
 use std::fmt::Write;
 use std::path::Path;
 
@@ -68,9 +68,17 @@ fn bench_scan(c: &mut Criterion) {
         let bytes = write_tree(dir.path(), files, call_every);
         let expected_calls = files.div_ceil(call_every);
         let root = [dir.path().to_path_buf()];
-        assert_eq!(scan_paths(&root).unwrap().calls.len(), expected_calls);
+        assert_eq!(
+            scan_paths(&root, &Selection::default())
+                .unwrap()
+                .calls
+                .len(),
+            expected_calls
+        );
         group.throughput(Throughput::Bytes(bytes));
-        group.bench_function(name, |b| b.iter(|| scan_paths(&root).unwrap()));
+        group.bench_function(name, |b| {
+            b.iter(|| scan_paths(&root, &Selection::default()).unwrap())
+        });
     }
     group.finish();
 }

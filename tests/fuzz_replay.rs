@@ -139,3 +139,11 @@ fn metadata_regressions_replay_as_calls() {
         }
     }
 }
+
+#[test]
+fn scan_corpus_replays() {
+    assert!(
+        replay("scan", harness::scan) > 0,
+        "the scan seed corpus is missing"
+    );
+}

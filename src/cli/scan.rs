@@ -18,7 +18,7 @@ pub struct ScanArgs {
     #[arg(long, value_parser = super::format::format_parser(ScanReport::FORMATS),
           default_value = ScanReport::FORMATS[0].name())]
     pub format: Format,
-    /// Report only these codes (comma-separated).
+    /// Report only these codes (comma-separated; also codes that are off by default).
     #[arg(long, value_delimiter = ',', value_parser = parse_rule, value_name = "CODES")]
     pub select: Vec<Rule>,
     /// Do not report these codes (comma-separated).
@@ -128,7 +128,7 @@ mod tests {
             Status::Success
         );
         assert_eq!(
-            scan_fixture("FA3M012", |_| {}),
+            scan_fixture("FA3M013", |_| {}),
             Status::Success,
             "a warning"
         );

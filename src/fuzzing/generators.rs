@@ -92,6 +92,36 @@ impl FuzzCall {
     }
 }
 
+/// Files of a fuzzed Python tree, in the order their bytes come (separated by NUL, which Python
+/// source cannot contain): a script, a package and one of its modules (for imports and
+/// re-exports), and SGLang's MUSA backend module (whose own wrapper the scan treats specially).
+const PYTHON_TREE: [(&str, &str, bool); 4] = [
+    ("app.py", "app", false),
+    ("pkg/__init__.py", "pkg", true),
+    ("pkg/attn.py", "pkg.attn", false),
+    (
+        "sglang/srt/hardware_backend/musa/attention/flashattention_backend.py",
+        "sglang.srt.hardware_backend.musa.attention.flashattention_backend",
+        false,
+    ),
+];
+
+/// The `scan` target's case: the NUL-separated parts of `bytes` as the files of [`PYTHON_TREE`]
+/// (at most four; the rest of the input is ignored).
+pub fn python_tree(bytes: &[u8]) -> Vec<crate::scan::Source> {
+    bytes
+        .split(|&b| b == 0)
+        .zip(PYTHON_TREE)
+        .map(|(content, (display, module, is_package))| {
+            let module = crate::scan::ModuleName {
+                name: module.into(),
+                is_package,
+            };
+            crate::scan::Source::in_memory(display, module, content.to_vec())
+        })
+        .collect()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

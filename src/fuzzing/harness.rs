@@ -137,3 +137,16 @@ pub fn metadata_call(call: &KvCacheCall, change: Change) -> bool {
     );
     true
 }
+
+/// `scan`: arbitrary bytes as a small Python tree ([`super::generators::python_tree`]) through the
+/// scanner with every rule on: no panic, locations inside the files, bounded and well-formed
+/// output ([`super::oracles::scan::scan_output`]). Run with libFuzzer's `-rss_limit_mb`, so that memory
+/// growing faster than the input is a finding too.
+pub fn scan(bytes: &[u8]) -> bool {
+    let sources = super::generators::python_tree(bytes);
+    let result = crate::scan::scan_sources(&sources, &super::oracles::scan::every_rule());
+    if let Err(e) = super::oracles::scan::scan_output(&sources, &result) {
+        panic!("scan: {e}");
+    }
+    result.call_sites > 0 || !result.diagnostics.is_empty()
+}

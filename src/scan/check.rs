@@ -1,15 +1,20 @@
-//! The rules, applied to one call site resolved to one stack.
+//! The rules, applied to one call as its entry point receives it ([`EffectiveCall`]), read as a
+//! call of the stack it was written for.
 //!
 //! Arguments are bound by name to the signature the call reaches on MUSA (positional slots by that
-//! signature's order); each rule reads the bound arguments. A call that does not bind raises
-//! `TypeError` before anything else runs, so it gets only that finding.
+//! signature's order); each rule reads the bound arguments. Explicit keywords bind even next to an
+//! opaque `**kwargs`. A call whose arguments cannot be laid out (too many positionals, a value
+//! given twice, a required argument missing) raises `TypeError` before anything else runs, so it
+//! gets only that finding; unknown keywords are each reported and the other rules still run.
 
 use super::entry_point::EntryPoint;
-use super::python::{ArgKind, Argument, CallSite, Span};
+use super::expand::{EffectiveArg, EffectiveCall};
+use super::python::value::Value;
+use super::python::{ArgKind, Span, Unpacking};
 use super::rules::Rule;
 use super::upstream;
 use crate::call::signature::{self, Signature};
-use crate::call::{KvCacheCall, PyValue};
+use crate::call::{KvCacheCall, Param, PyValue};
 use std::collections::HashMap;
 
 /// One rule violation at one place in a call.
@@ -21,10 +26,28 @@ pub struct Finding {
     pub help: String,
 }
 
-/// Accepted and never read by the SGLang MUSA wrapper (musa-fa3.md §2.1).
+/// What a rule needs besides the call.
+pub struct CallContext<'a> {
+    pub call: &'a EffectiveCall,
+    pub stack: EntryPoint,
+    /// The callee expression, where findings about the whole call point.
+    pub callee_span: Span,
+    pub unpacked: Option<Unpacking>,
+    /// The call is in SGLang's MUSA backend module, whose metadata injection is its design.
+    pub in_sglang_musa_backend: bool,
+    /// Whether a dtype expression (in the file whose analysis it refers to) is a torch fp8 dtype.
+    pub is_fp8: &'a dyn Fn(usize, &super::python::value::Values) -> bool,
+    /// A span of a file described for messages (`` `q.to(dtype)` at line 12 ``).
+    pub place: &'a dyn Fn(usize, Span) -> String,
+}
+
+/// Accepted and never read by the SGLang MUSA wrapper (musa-fa3.md §2.1); FA4-only on CUDA.
 const DROPPED_BY_SGLANG_WRAPPER: [&str; 2] = ["score_mod", "aux_tensors"];
 
 const DESCALES: [&str; 3] = ["q_descale", "k_descale", "v_descale"];
+
+/// The tensors whose dtype mate checks (F-9: q, the caches and new keys/values must be fp16/bf16).
+const DTYPE_CHECKED: [&str; 5] = ["q", "k_cache", "v_cache", "k", "v"];
 
 /// Not passed on by mate's MLA branch (musa-fa3.md §6.12); the descales are FA3M006's.
 const IGNORED_BY_MLA_BRANCH: [&str; 19] = [
@@ -54,54 +77,55 @@ const MAX_SPLITS: i64 = 128;
 
 /// The arguments of a call bound by name to the MUSA-side signature.
 struct Bound<'c> {
-    call: &'c CallSite,
-    source: &'c str,
+    ctx: &'c CallContext<'c>,
     signature: &'static Signature,
-    by_name: HashMap<&'c str, &'c Argument>,
+    by_name: HashMap<&'c str, &'c EffectiveArg>,
+    /// Arguments the scan cannot list may be present (`*args`, `**kwargs` it does not follow).
+    opaque: bool,
 }
 
 impl<'c> Bound<'c> {
-    fn new(call: &'c CallSite, source: &'c str, signature: &'static Signature) -> Bound<'c> {
+    fn new(ctx: &'c CallContext<'c>, signature: &'static Signature) -> Bound<'c> {
+        let args = &ctx.call.args;
         let mut by_name = HashMap::new();
-        let positional = call
-            .args
-            .iter()
-            .take_while(|a| a.kind == ArgKind::Positional);
-        for ((param, _), arg) in signature.params.iter().zip(positional) {
+        let positional = args.iter().take_while(|a| a.kind == ArgKind::Positional);
+        for ((param, _), arg) in signature.positional_params().iter().zip(positional) {
             by_name.insert(param.name(), arg);
         }
-        for arg in &call.args {
+        for arg in args {
             if let ArgKind::Keyword(name) = &arg.kind {
-                by_name.insert(name.as_str(), arg);
+                by_name.entry(name.as_str()).or_insert(arg);
             }
         }
         Bound {
-            call,
-            source,
+            ctx,
             signature,
             by_name,
+            opaque: args
+                .iter()
+                .any(|a| matches!(a.kind, ArgKind::Unpack | ArgKind::UnpackMapping)),
         }
     }
 
-    /// The argument for `name`, unless it is absent or a literal `None`.
-    fn given(&self, name: &str) -> Option<&'c Argument> {
+    /// The argument for `name`, unless it is absent or `None` on every path.
+    fn given(&self, name: &str) -> Option<&'c EffectiveArg> {
         self.by_name
             .get(name)
             .copied()
-            .filter(|a| a.literal != Some(PyValue::None))
+            .filter(|a| !a.values.is_none())
     }
 
     fn literal(&self, name: &str) -> Option<&'c PyValue> {
-        self.given(name).and_then(|a| a.literal.as_ref())
+        self.given(name).and_then(|a| a.values.as_literal())
     }
 
     /// Known not to be passed (or passed as `None`); unknowable when the call unpacks arguments.
     fn absent(&self, name: &str) -> bool {
-        !self.call.unpacks() && self.given(name).is_none()
+        !self.opaque && self.given(name).is_none()
     }
 
     /// Passed with a value that is not known to be the parameter's default.
-    fn differs_from_default(&self, name: &str) -> Option<&'c Argument> {
+    fn differs_from_default(&self, name: &str) -> Option<&'c EffectiveArg> {
         let arg = self.given(name)?;
         let default = self
             .signature
@@ -109,35 +133,38 @@ impl<'c> Bound<'c> {
             .iter()
             .find(|(p, _)| p.name() == name)
             .and_then(|(_, d)| d.value());
-        match (&arg.literal, default) {
-            (Some(value), Some(default)) if python_eq(value, &default) => None,
+        match (arg.values.literals(), default) {
+            (Some(values), Some(default))
+                if values.iter().all(|v| super::python::python_eq(v, &default)) =>
+            {
+                None
+            }
             _ => Some(arg),
         }
     }
+}
 
-    fn text(&self, arg: &Argument) -> &'c str {
-        &self.source[arg.value_span.start..arg.value_span.end]
+/// A message suffix saying where an argument came from and whether it is always passed.
+fn provenance(arg: &EffectiveArg) -> String {
+    let mut parts = Vec::new();
+    if let Some(note) = arg.origin.note() {
+        parts.push(note);
+    }
+    if !arg.certain {
+        parts.push("on some paths only".to_string());
+    }
+    match parts.is_empty() {
+        true => String::new(),
+        false => format!(" ({})", parts.join(", ")),
     }
 }
 
-/// Python's `==` on literals: numbers compare by value across bool/int/float (`False == 0`).
-fn python_eq(a: &PyValue, b: &PyValue) -> bool {
-    match (a, b) {
-        (PyValue::Tuple(x), PyValue::Tuple(y)) | (PyValue::List(x), PyValue::List(y)) => {
-            x.len() == y.len() && x.iter().zip(y).all(|(a, b)| python_eq(a, b))
-        }
-        _ => match (a.as_number(), b.as_number()) {
-            (Some(x), Some(y)) => x == y,
-            _ => a == b,
-        },
-    }
-}
-
-/// Every finding for `call`, read as a call of `stack`'s `flash_attn_with_kvcache`.
-pub fn check_call(call: &CallSite, stack: EntryPoint, source: &str) -> Vec<Finding> {
+/// Every finding for the call.
+pub fn check_call(ctx: &CallContext) -> Vec<Finding> {
     let mut out = Vec::new();
-    let (target_name, target) = stack.on_musa();
-    if let Some(splat) = call
+    let (target_name, target) = ctx.stack.on_musa();
+    if let Some(splat) = ctx
+        .call
         .args
         .iter()
         .find(|a| matches!(a.kind, ArgKind::Unpack | ArgKind::UnpackMapping))
@@ -145,99 +172,147 @@ pub fn check_call(call: &CallSite, stack: EntryPoint, source: &str) -> Vec<Findi
         out.push(Finding {
             rule: Rule::ArgumentUnpacking,
             span: splat.span,
-            message: "argument unpacking hides which parameters this call passes; \
-                      signature and absence checks were skipped"
-                .into(),
+            message: format!(
+                "`{}` hides which parameters this call passes; checks that need every argument \
+                 were skipped",
+                splat.text
+            ),
             help: "review this call by hand, or pass its arguments explicitly".into(),
         });
-    } else if let Err(message) = signature::bind(target, &placeholder_call(call)) {
-        out.push(signature_mismatch(call, target_name, target, message));
+    }
+    if binding(ctx, target_name, target, &mut out) {
         return out;
     }
-    let bound = Bound::new(call, source, target);
-    positional_rebinds(&bound, stack, target_name, &mut out);
+    let bound = Bound::new(ctx, target);
+    positional_rebinds(&bound, target_name, &mut out);
     ver_gate(&bound, &mut out);
-    ignored_arguments(&bound, stack, &mut out);
-    fp8_descales(&bound, &mut out);
+    ignored_arguments(&bound, &mut out);
+    fp8(&bound, &mut out);
     qv(&bound, &mut out);
-    cache_seqlens(&bound, stack, &mut out);
-    metadata_injection(&bound, stack, &mut out);
-    scalar_hazards(&bound, stack, &mut out);
+    cache_seqlens(&bound, &mut out);
+    metadata_injection(&bound, &mut out);
+    scalar_hazards(&bound, &mut out);
     append_without_cache_seqlens(&bound, &mut out);
+    return_arity(&bound, target_name, &mut out);
     out
 }
 
-/// The call with every value replaced by `None`: binding depends only on the argument layout.
-fn placeholder_call(call: &CallSite) -> KvCacheCall {
-    let mut placeholder = KvCacheCall::default();
-    for arg in &call.args {
-        match &arg.kind {
-            ArgKind::Positional => placeholder.positional.push(PyValue::None),
-            ArgKind::Keyword(name) => placeholder.keywords.push((name.clone(), PyValue::None)),
-            ArgKind::Unpack | ArgKind::UnpackMapping => {}
+/// FA3M003: every keyword the MUSA signature lacks, then (when the arguments can be laid out
+/// statically) CPython's first other binding error. True when the call cannot bind at all.
+fn binding(
+    ctx: &CallContext,
+    target_name: &str,
+    target: &'static Signature,
+    out: &mut Vec<Finding>,
+) -> bool {
+    let args = &ctx.call.args;
+    let known = |name: &str| target.params.iter().any(|(p, _)| p.name() == name);
+    for arg in args {
+        if let ArgKind::Keyword(name) = &arg.kind
+            && !known(name)
+            && !target.var_keyword
+        {
+            let when = if arg.certain {
+                ""
+            } else {
+                "on the paths that pass it, "
+            };
+            out.push(Finding {
+                rule: Rule::SignatureMismatch,
+                span: arg.span,
+                message: format!(
+                    "{when}{target_name} raises `TypeError: {}() got an unexpected keyword \
+                     argument '{name}'`{}",
+                    target.function,
+                    provenance(arg)
+                ),
+                help: rename_help(name, target_name, target),
+            });
         }
     }
-    placeholder
+    if args.iter().any(|a| a.kind == ArgKind::Unpack) {
+        return false;
+    }
+    let mapping_unpacked = args.iter().any(|a| a.kind == ArgKind::UnpackMapping);
+    let mut placeholder = KvCacheCall::default();
+    for arg in args.iter().filter(|a| a.certain) {
+        match &arg.kind {
+            ArgKind::Positional => placeholder.positional.push(PyValue::None),
+            ArgKind::Keyword(name) if known(name) => {
+                placeholder.keywords.push((name.clone(), PyValue::None))
+            }
+            _ => {}
+        }
+    }
+    let Err(message) = signature::bind(target, &placeholder) else {
+        return false;
+    };
+    // With `**kwargs` still opaque, a "missing" argument may be in it.
+    if mapping_unpacked && message.contains(" missing ") {
+        return false;
+    }
+    out.push(layout_mismatch(ctx, target_name, target, message));
+    true
 }
 
-fn has_param(signature: &Signature, name: &str) -> bool {
-    signature.params.iter().any(|(p, _)| p.name() == name)
+/// What to do about a keyword the MUSA signature lacks.
+fn rename_help(name: &str, target_name: &str, target: &Signature) -> String {
+    let has = |name: &str| target.params.iter().any(|(p, _)| p.name() == name);
+    match name {
+        "block_table" if has("page_table") => {
+            format!("{target_name} calls the paged-KV block table `page_table`: rename it")
+        }
+        "sinks" if has("learnable_sink") => {
+            format!("{target_name} calls this parameter `learnable_sink`: rename it")
+        }
+        "s_aux" if has("sinks") => format!("{target_name} calls the attention sinks `sinks`: rename it"),
+        "alibi_slopes" => {
+            "mate has no ALiBi: remove it, and apply the bias another way if the slopes are not all zero"
+                .into()
+        }
+        "fa_version" | "ver" => "MUSA runs FA3 only: remove it".into(),
+        "out" => format!(
+            "{target_name} allocates its output: remove `out=` and copy the result into the buffer"
+        ),
+        _ => format!("{target_name} has no parameter `{name}`: remove it"),
+    }
 }
 
-/// FA3M003, pointing at the argument CPython complains about.
-fn signature_mismatch(
-    call: &CallSite,
+/// FA3M003 for a call whose arguments cannot be laid out, pointing at the argument CPython
+/// complains about.
+fn layout_mismatch(
+    ctx: &CallContext,
     target_name: &str,
     target: &'static Signature,
     message: String,
 ) -> Finding {
-    let positional = call
-        .args
+    let args = &ctx.call.args;
+    let positional: Vec<&EffectiveArg> = args
         .iter()
         .filter(|a| a.kind == ArgKind::Positional)
-        .count();
-    let bad_keyword = call.args.iter().find_map(|a| match &a.kind {
-        ArgKind::Keyword(name) => {
-            let slot = target.params.iter().position(|(p, _)| p.name() == name);
-            match slot {
-                None => Some((a, name, false)),
-                Some(i) if i < positional => Some((a, name, true)),
-                Some(_) => None,
-            }
-        }
+        .collect();
+    let slots = target.positional_params();
+    let repeated = args.iter().find_map(|a| match &a.kind {
+        ArgKind::Keyword(name) => slots[..positional.len().min(slots.len())]
+            .iter()
+            .any(|(p, _)| p.name() == name)
+            .then_some((a, name)),
         _ => None,
     });
-    let (span, help) = match bad_keyword {
-        Some((arg, name, true)) => (
+    let (span, help) = match repeated {
+        Some((arg, name)) => (
             arg.span,
             format!("`{name}` is already passed by position; pass it once"),
         ),
-        Some((arg, name, false)) => {
-            let renamed = (name == "sinks" && has_param(target, "learnable_sink"))
-                .then_some("learnable_sink");
-            let help = match renamed {
-                Some(new) => format!("{target_name} calls this parameter `{new}`: rename it"),
-                None => format!("{target_name} has no parameter `{name}`: remove it"),
-            };
-            (arg.span, help)
-        }
-        None if positional > target.params.len() => {
-            let extra = call
-                .args
-                .iter()
-                .filter(|a| a.kind == ArgKind::Positional)
-                .nth(target.params.len())
-                .expect("more positionals than parameters");
-            (
-                extra.span,
-                format!(
-                    "{target_name} takes {} parameters: pass the extra arguments by keyword or drop them",
-                    target.params.len()
-                ),
-            )
-        }
+        None if positional.len() > slots.len() => (
+            positional[slots.len()].span,
+            format!(
+                "{target_name} takes {} positional parameters: pass the extra arguments by keyword or drop them",
+                slots.len()
+            ),
+        ),
         None => (
-            call.callee_span,
+            ctx.callee_span,
             "pass `q`, `k_cache` and `v_cache`".to_string(),
         ),
     };
@@ -250,17 +325,19 @@ fn signature_mismatch(
 }
 
 /// FA3M004.
-fn positional_rebinds(bound: &Bound, stack: EntryPoint, target_name: &str, out: &mut Vec<Finding>) {
-    let (expected_name, expected) = stack.expected_order();
+fn positional_rebinds(bound: &Bound, target_name: &str, out: &mut Vec<Finding>) {
+    let (expected_name, expected) = bound.ctx.stack.expected_order();
     let positional = bound
+        .ctx
         .call
         .args
         .iter()
         .take_while(|a| a.kind == ArgKind::Positional);
     for (i, arg) in positional.enumerate() {
-        let (Some((actual, _)), Some((meant, _))) =
-            (bound.signature.params.get(i), expected.params.get(i))
-        else {
+        let (Some((actual, _)), Some((meant, _))) = (
+            bound.signature.positional_params().get(i),
+            expected.positional_params().get(i),
+        ) else {
             continue;
         };
         if actual != meant {
@@ -269,10 +346,19 @@ fn positional_rebinds(bound: &Bound, stack: EntryPoint, target_name: &str, out: 
                 span: arg.span,
                 message: format!(
                     "positional argument {} binds to `{actual}` in {target_name}, \
-                     not to `{meant}` as in {expected_name}'s order",
-                    i + 1
+                     not to `{meant}` as in {expected_name}'s order{}",
+                    i + 1,
+                    provenance(arg)
                 ),
-                help: format!("pass it by keyword: `{meant}={}`", bound.text(arg)),
+                help: match expected_name {
+                    "fa2" | "vllm-flash-attn" if *meant == Param::BlockTable => {
+                        format!(
+                            "pass it by keyword with its MUSA name: `page_table={}`",
+                            arg.text
+                        )
+                    }
+                    _ => format!("pass it by keyword: `{meant}={}`", arg.text),
+                },
             });
         }
     }
@@ -280,27 +366,43 @@ fn positional_rebinds(bound: &Bound, stack: EntryPoint, target_name: &str, out: 
 
 /// FA3M001, FA3M002.
 fn ver_gate(bound: &Bound, out: &mut Vec<Finding>) {
-    if !has_param(bound.signature, "ver") {
+    if !bound.signature.params.iter().any(|(p, _)| *p == Param::Ver) {
         return;
     }
     let Some(arg) = bound.by_name.get("ver").copied() else {
         return;
     };
     let raises = upstream::VER_GATE.quoted();
-    match &arg.literal {
-        Some(value) if value.eq_int(3) => {}
-        Some(value) => out.push(Finding {
-            rule: Rule::VerNotThree,
-            span: arg.span,
-            message: format!("`ver={value}` makes the SGLang MUSA wrapper raise `{raises}`"),
-            help: "drop `ver` (MUSA runs FA3 only) or pass `ver=3`".into(),
-        }),
+    let provenance = provenance(arg);
+    match arg.values.literals() {
+        Some(values) if values.iter().all(|v| v.eq_int(3)) => {}
+        Some(values) => {
+            let shown: Vec<String> = values.iter().map(|v| v.to_string()).collect();
+            let ver = match shown.as_slice() {
+                [one] => format!("`ver={one}`"),
+                many => format!("`ver` (one of {})", many.join(", ")),
+            };
+            out.push(Finding {
+                rule: Rule::VerNotThree,
+                span: arg.span,
+                message: format!(
+                    "{ver}{provenance} makes the SGLang MUSA wrapper raise `{raises}`{}",
+                    if values.iter().any(|v| v.eq_int(3)) {
+                        " on the paths where it is not 3"
+                    } else {
+                        ""
+                    }
+                ),
+                help: "drop `ver` (MUSA runs FA3 only) or pass `ver=3`".into(),
+            });
+        }
         None => out.push(Finding {
             rule: Rule::VerNotLiteral,
             span: arg.span,
             message: format!(
-                "`ver={}` is not a literal: the SGLang MUSA wrapper raises `{raises}` unless it equals 3",
-                bound.text(arg)
+                "`ver={}`{provenance} is not a literal: the SGLang MUSA wrapper raises `{raises}` \
+                 unless it equals 3",
+                arg.text
             ),
             help: "make sure it is 3 on MUSA, or drop `ver` there".into(),
         }),
@@ -308,8 +410,8 @@ fn ver_gate(bound: &Bound, out: &mut Vec<Finding>) {
 }
 
 /// FA3M005.
-fn ignored_arguments(bound: &Bound, stack: EntryPoint, out: &mut Vec<Finding>) {
-    if !stack.via_sglang_wrapper() {
+fn ignored_arguments(bound: &Bound, out: &mut Vec<Finding>) {
+    if !bound.ctx.stack.via_sglang_wrapper() {
         return;
     }
     for name in DROPPED_BY_SGLANG_WRAPPER {
@@ -318,7 +420,9 @@ fn ignored_arguments(bound: &Bound, stack: EntryPoint, out: &mut Vec<Finding>) {
                 rule: Rule::IgnoredArgument,
                 span: arg.span,
                 message: format!(
-                    "`{name}` is accepted and silently ignored by the SGLang MUSA wrapper"
+                    "`{name}`{} is accepted and silently ignored by the SGLang MUSA wrapper \
+                     (on CUDA only FA4 reads it)",
+                    provenance(arg)
                 ),
                 help: "attention runs without it on MUSA: apply it another way or drop it".into(),
             });
@@ -326,16 +430,39 @@ fn ignored_arguments(bound: &Bound, stack: EntryPoint, out: &mut Vec<Finding>) {
     }
 }
 
-/// FA3M006.
-fn fp8_descales(bound: &Bound, out: &mut Vec<Finding>) {
+/// FA3M006, FA3M020.
+fn fp8(bound: &Bound, out: &mut Vec<Finding>) {
     let raises = upstream::FP16_BF16_ONLY.quoted();
+    for name in DTYPE_CHECKED {
+        let Some(arg) = bound.given(name) else {
+            continue;
+        };
+        let cast_to_fp8 = arg.values.iter().find_map(|v| match v {
+            Value::Cast { dtype, at } if (bound.ctx.is_fp8)(arg.values_file, dtype) => Some(*at),
+            _ => None,
+        });
+        if let Some(at) = cast_to_fp8 {
+            out.push(Finding {
+                rule: Rule::Fp8Input,
+                span: arg.span,
+                message: format!(
+                    "`{name}` is an fp8 tensor ({}){}: mate raises `{raises}`",
+                    (bound.ctx.place)(arg.values_file, at),
+                    provenance(arg)
+                ),
+                help: "keep q and the KV cache in float16/bfloat16 on MUSA (dequantize before the call)"
+                    .into(),
+            });
+        }
+    }
     for name in DESCALES {
         if let Some(arg) = bound.given(name) {
             out.push(Finding {
                 rule: Rule::Fp8Descale,
                 span: arg.span,
                 message: format!(
-                    "`{name}` is ignored on MUSA, and fp8 inputs fail with `{raises}`"
+                    "`{name}`{} is ignored on MUSA, and fp8 inputs fail with `{raises}`",
+                    provenance(arg)
                 ),
                 help: "keep q and the KV cache in float16/bfloat16 on MUSA and drop the descale"
                     .into(),
@@ -344,7 +471,7 @@ fn fp8_descales(bound: &Bound, out: &mut Vec<Finding>) {
     }
 }
 
-/// FA3M007, FA3M008.
+/// FA3M007, FA3M008 (one finding for every argument the MLA branch drops).
 fn qv(bound: &Bound, out: &mut Vec<Finding>) {
     let Some(qv) = bound.given("qv") else {
         return;
@@ -359,18 +486,28 @@ fn qv(bound: &Bound, out: &mut Vec<Finding>) {
         ),
         help: "check the head dims; outside MLA decode fold qv into q and k before the call".into(),
     });
-    for name in IGNORED_BY_MLA_BRANCH {
-        if let Some(arg) = bound.differs_from_default(name) {
-            out.push(Finding {
-                rule: Rule::IgnoredByMlaBranch,
-                span: arg.span,
-                message: format!(
-                    "`{name}` is ignored when `qv` routes the call to mate's MLA decode kernel"
-                ),
-                help: "the MLA kernel does not honour it: handle it before the call or drop it"
-                    .into(),
-            });
-        }
+    let ignored: Vec<&str> = IGNORED_BY_MLA_BRANCH
+        .into_iter()
+        .filter(|name| bound.differs_from_default(name).is_some())
+        .collect();
+    if !ignored.is_empty() {
+        let names: Vec<String> = ignored.iter().map(|n| format!("`{n}`")).collect();
+        let (verb, pronoun) = if ignored.len() == 1 {
+            ("is", "it")
+        } else {
+            ("are", "them")
+        };
+        out.push(Finding {
+            rule: Rule::IgnoredByMlaBranch,
+            span: bound.ctx.callee_span,
+            message: format!(
+                "{} {verb} ignored when `qv` routes the call to mate's MLA decode kernel",
+                names.join(", ")
+            ),
+            help: format!(
+                "the MLA kernel does not honour {pronoun}: handle {pronoun} before the call or drop {pronoun}"
+            ),
+        });
     }
 }
 
@@ -379,7 +516,7 @@ fn int_literal(value: Option<&PyValue>) -> Option<&PyValue> {
 }
 
 /// FA3M009, FA3M012.
-fn cache_seqlens(bound: &Bound, stack: EntryPoint, out: &mut Vec<Finding>) {
+fn cache_seqlens(bound: &Bound, out: &mut Vec<Finding>) {
     let Some(value) = int_literal(bound.literal("cache_seqlens")) else {
         return;
     };
@@ -398,7 +535,10 @@ fn cache_seqlens(bound: &Bound, stack: EntryPoint, out: &mut Vec<Finding>) {
                 .into(),
         });
     }
-    if stack.via_sglang_wrapper() && bound.absent("scheduler_metadata") {
+    if bound.ctx.stack.via_sglang_wrapper()
+        && bound.absent("scheduler_metadata")
+        && !bound.ctx.in_sglang_musa_backend
+    {
         out.push(Finding {
             rule: Rule::IntCacheSeqlensUnderInjection,
             span: arg.span,
@@ -412,12 +552,15 @@ fn cache_seqlens(bound: &Bound, stack: EntryPoint, out: &mut Vec<Finding>) {
     }
 }
 
-/// FA3M010, FA3M011.
-fn metadata_injection(bound: &Bound, stack: EntryPoint, out: &mut Vec<Finding>) {
-    if !stack.via_sglang_wrapper() || !bound.absent("scheduler_metadata") {
+/// FA3M010, FA3M011 (not for the MUSA backend's own calls: injection is its design).
+fn metadata_injection(bound: &Bound, out: &mut Vec<Finding>) {
+    if !bound.ctx.stack.via_sglang_wrapper()
+        || !bound.absent("scheduler_metadata")
+        || bound.ctx.in_sglang_musa_backend
+    {
         return;
     }
-    let span = bound.call.callee_span;
+    let span = bound.ctx.callee_span;
     out.push(Finding {
         rule: Rule::InjectedMetadata,
         span,
@@ -442,26 +585,28 @@ fn metadata_injection(bound: &Bound, stack: EntryPoint, out: &mut Vec<Finding>) 
 }
 
 /// FA3M013, FA3M014, FA3M015, FA3M016.
-fn scalar_hazards(bound: &Bound, stack: EntryPoint, out: &mut Vec<Finding>) {
+fn scalar_hazards(bound: &Bound, out: &mut Vec<Finding>) {
     if let Some(arg) = bound.given("softcap")
-        && let Some(value) = arg
-            .literal
-            .as_ref()
-            .filter(|v| v.as_number().is_some_and(|x| x < 0.0))
+        && let Some(values) = arg.values.literals()
+        && let Some(value) = values
+            .iter()
+            .find(|v| v.as_number().is_some_and(|x| x < 0.0))
     {
         out.push(Finding {
             rule: Rule::NegativeSoftcap,
             span: arg.span,
             message: format!(
-                "`softcap={value}` enables soft-capping on MUSA (mate tests `softcap != 0.0`); \
-                 upstream FA3 ignores values <= 0"
+                "`softcap={value}`{} enables soft-capping on MUSA (mate tests `softcap != 0.0`); \
+                 upstream FlashAttention ignores values <= 0",
+                provenance(arg)
             ),
             help: "pass `softcap=0.0` where no capping is intended".into(),
         });
     }
-    let metadata_possible = stack.via_sglang_wrapper() || !bound.absent("scheduler_metadata");
+    let metadata_possible =
+        bound.ctx.stack.via_sglang_wrapper() || !bound.absent("scheduler_metadata");
     if let Some(arg) = bound.given("num_splits") {
-        match arg.literal.as_ref().and_then(PyValue::as_int) {
+        match arg.values.as_literal().and_then(PyValue::as_int) {
             Some(n) if n > MAX_SPLITS && metadata_possible => out.push(Finding {
                 rule: Rule::NumSplitsOver128,
                 span: arg.span,
@@ -524,79 +669,56 @@ fn append_without_cache_seqlens(bound: &Bound, out: &mut Vec<Finding>) {
     });
 }
 
-#[cfg(test)]
-mod tests {
-    use super::*;
-    use crate::scan::python::{ModuleName, PythonParser};
-
-    /// The codes `check_call` gives the single call in `call`, read as a call of `stack`.
-    fn codes(stack: EntryPoint, call: &str) -> Vec<&'static str> {
-        let source = format!("import m\n{call}\n");
-        let module = ModuleName {
-            name: "t".into(),
-            is_package: false,
-        };
-        let file = PythonParser::new().parse(&source, &module).unwrap();
-        check_call(&file.calls[0], stack, &source)
-            .iter()
-            .map(|f| f.rule.code())
-            .collect()
+/// FA3M019: `a, b = f(..., return_softmax_lse=True)` against the tuple MUSA returns: mate's fmha
+/// path returns `(out, lse, out_accum, lse_accum)`, its MLA branch (`qv`) `(out, lse)` (musa-fa3.md
+/// §7); FlashAttention-2, vLLM and FA4 return `(out, lse)`.
+fn return_arity(bound: &Bound, target_name: &str, out: &mut Vec<Finding>) {
+    let Some(unpacking) = bound.ctx.unpacked else {
+        return;
+    };
+    let Some(lse) = bound.given("return_softmax_lse") else {
+        return;
+    };
+    if lse.values.truthy() == Some(false) {
+        return;
     }
-
-    #[test]
-    fn splits_over_the_limit_without_metadata_are_only_ignored() {
-        assert_eq!(
-            codes(
-                EntryPoint::Fa3,
-                "m.f(q, k, v, cache_seqlens=s, num_splits=200)"
-            ),
-            ["FA3M015"]
-        );
-        assert_eq!(
-            codes(
-                EntryPoint::Fa3,
-                "m.f(q, k, v, cache_seqlens=s, scheduler_metadata=md, num_splits=200)"
-            ),
-            ["FA3M014"]
-        );
-    }
-
-    #[test]
-    fn defaults_passed_explicitly_are_not_reported_under_mla() {
-        assert_eq!(
-            codes(
-                EntryPoint::Fa3,
-                "m.f(q, k, v, qv=x, cache_seqlens=s, window_size=(-1, -1), softcap=0, \
-                 attention_chunk=None, sm_margin=False, num_splits=0)"
-            ),
-            ["FA3M007"]
-        );
-        assert_eq!(
-            codes(
-                EntryPoint::Fa3,
-                "m.f(q, k, v, qv=x, cache_seqlens=s, window_size=[-1, -1])"
-            ),
-            ["FA3M007", "FA3M008"]
-        );
-    }
-
-    #[test]
-    fn append_is_checked_for_v_alone_and_skipped_when_unpacking() {
-        assert_eq!(codes(EntryPoint::Fa3, "m.f(q, k, v, v=new_v)"), ["FA3M017"]);
-        assert_eq!(
-            codes(EntryPoint::Fa3, "m.f(q, k, v, v=new_v, **extra)"),
-            ["FA3M018"]
-        );
-    }
-
-    #[test]
-    fn type_errors_stop_the_other_rules() {
-        assert_eq!(
-            codes(
-                EntryPoint::SglKernel,
-                "m.f(q, k, v, out=o, ver=4, softcap=-1.0)"
-            ),
-            ["FA3M003"]
-        );
-    }
+    let (returned, branch) = if bound.given("qv").is_some() {
+        (
+            2,
+            "`(out, softmax_lse)` from mate's MLA branch, which `qv` selects",
+        )
+    } else {
+        (4, "`(out, softmax_lse, out_accum, softmax_lse_accum)`")
+    };
+    let targets = unpacking.targets;
+    let error = if unpacking.starred {
+        (targets > returned).then(|| {
+            format!("not enough values to unpack (expected at least {targets}, got {returned})")
+        })
+    } else if targets < returned {
+        Some(format!("too many values to unpack (expected {targets})"))
+    } else if targets > returned {
+        Some(format!(
+            "not enough values to unpack (expected {targets}, got {returned})"
+        ))
+    } else {
+        None
+    };
+    let Some(error) = error else {
+        return;
+    };
+    out.push(Finding {
+        rule: Rule::ReturnArity,
+        span: unpacking.span,
+        message: format!(
+            "with `return_softmax_lse` {target_name} returns {branch}, so unpacking it into \
+             {targets}{} raises `ValueError: {error}`",
+            if unpacking.starred {
+                " and a starred target"
+            } else {
+                " names"
+            }
+        ),
+        help: "unpack as `out, lse, *rest = ...`, which fits every stack".into(),
+    });
 }

@@ -1,7 +1,7 @@
 //! A scan as a [`Report`]: ruff-style text, the JSON document ([`documents::scan`]) or a SARIF log.
 
 use super::emit;
-use super::rules::Rule;
+use super::rules::{Rule, Selection};
 use super::{ScanError, ScanResult, scan_paths};
 use crate::report::documents::scan as doc;
 use crate::report::{Format, Report, Status};
@@ -14,7 +14,7 @@ use std::path::PathBuf;
 pub struct ScanOptions {
     /// Files or directories (directories respect .gitignore).
     pub paths: Vec<PathBuf>,
-    /// Report only these codes; empty for all.
+    /// Report only these codes (also those off by default); empty for the default ones.
     pub select: Vec<Rule>,
     /// Do not report these codes.
     pub ignore: Vec<Rule>,
@@ -28,11 +28,11 @@ pub struct ScanReport {
 
 /// Scans `options.paths`; a path that does not exist is an error.
 pub fn scan(options: &ScanOptions) -> Result<ScanReport, ScanError> {
-    let mut result = scan_paths(&options.paths)?;
-    result.diagnostics.retain(|d| {
-        (options.select.is_empty() || options.select.contains(&d.rule))
-            && !options.ignore.contains(&d.rule)
-    });
+    let selection = Selection {
+        select: options.select.clone(),
+        ignore: options.ignore.clone(),
+    };
+    let result = scan_paths(&options.paths, &selection)?;
     Ok(ScanReport { result })
 }
 

@@ -28,6 +28,11 @@ pub enum Rule {
     SmMarginNotReserved,
     AppendWithoutCacheSeqlens,
     ArgumentUnpacking,
+    ReturnArity,
+    Fp8Input,
+    UnresolvedImport,
+    OutputTruncated,
+    NotAnalysed,
     InvalidFile,
 }
 
@@ -39,6 +44,9 @@ pub struct RuleInfo {
     /// kebab-case name, for SARIF and `--explain` output.
     pub name: &'static str,
     pub severity: Severity,
+    /// Reported without `--select`. Rules that describe something true of every such call but
+    /// harmful only in some settings (performance, SGLang's own design) are opt-in, as in ruff.
+    pub default: bool,
     pub summary: &'static str,
     /// What the rule finds, why it matters on MUSA (with the spec reference) and how to fix it.
     pub explanation: &'static str,
@@ -46,7 +54,7 @@ pub struct RuleInfo {
 
 impl Rule {
     /// Every rule, in code order.
-    pub const ALL: [Rule; 19] = [
+    pub const ALL: [Rule; 24] = [
         Rule::VerNotThree,
         Rule::VerNotLiteral,
         Rule::SignatureMismatch,
@@ -65,6 +73,11 @@ impl Rule {
         Rule::SmMarginNotReserved,
         Rule::AppendWithoutCacheSeqlens,
         Rule::ArgumentUnpacking,
+        Rule::ReturnArity,
+        Rule::Fp8Input,
+        Rule::UnresolvedImport,
+        Rule::OutputTruncated,
+        Rule::NotAnalysed,
         Rule::InvalidFile,
     ];
 
@@ -83,12 +96,18 @@ impl Rule {
         self.info().severity
     }
 
+    /// Reported unless `--select` says otherwise.
+    pub fn enabled_by_default(self) -> bool {
+        self.info().default
+    }
+
     pub fn info(self) -> &'static RuleInfo {
         match self {
             Rule::VerNotThree => &RuleInfo {
                 code: "FA3M001",
                 name: "ver-not-3",
                 severity: Severity::Error,
+                default: true,
                 summary: "`ver` is a literal other than 3: the SGLang MUSA wrapper raises ValueError",
                 explanation: "\
 The SGLang MUSA wrapper's first statement compares `ver` with 3 (Python `!=`) and raises
@@ -102,6 +121,7 @@ Fix: drop the `ver` argument (MUSA runs FA3 only) or pass `ver=3`.",
                 code: "FA3M002",
                 name: "ver-not-literal",
                 severity: Severity::Warning,
+                default: true,
                 summary: "`ver` is computed: the MUSA wrapper raises ValueError unless it equals 3",
                 explanation: "\
 `ver` is passed as an expression the scan cannot evaluate. The SGLang MUSA wrapper raises
@@ -114,21 +134,28 @@ Fix: make sure the expression is 3 on MUSA, or drop the argument there.",
                 code: "FA3M003",
                 name: "signature-mismatch",
                 severity: Severity::Error,
+                default: true,
                 summary: "the call does not bind to the MUSA signature: Python raises TypeError",
                 explanation: "\
 The arguments do not bind to the signature of the function the call reaches on MUSA, so Python raises
 `TypeError` before any code runs. The message is CPython 3.11's, computed by binding the call.
+Every keyword the MUSA signature lacks is reported (CPython names only the first; the next raises once
+that one is fixed), also next to `**kwargs` and for keys of a dict expanded with `**`.
 Typical causes: keywords of newer sgl-kernel releases (`out`, `only_qv`, 0.4.x) that the SGLang MUSA
 wrapper lacks; `ver`, `score_mod`, `aux_tensors`, `sinks` passed to mate's FA3 wrapper or to
-`mate.flash_attn_with_kvcache` (which calls the sink `learnable_sink`); more positional arguments than
+`mate.flash_attn_with_kvcache` (which calls the sink `learnable_sink`); FlashAttention-2 and vLLM
+keywords (`block_table` is `page_table` on MUSA, `alibi_slopes` has no MUSA counterpart, `fa_version`
+and `out` do not exist; docs/spec/flash-attn-2.md, vllm-flash-attn.md); more positional arguments than
 the MUSA signature has (musa-fa3.md §2, sgl-kernel-cuda.md §D).
 
-Fix: remove the keyword, or rename it to the MUSA parameter (e.g. `sinks` -> `learnable_sink` for mate).",
+Fix: remove the keyword, or rename it to the MUSA parameter (e.g. `block_table` -> `page_table`,
+`sinks` -> `learnable_sink` for mate).",
             },
             Rule::PositionalRebinds => &RuleInfo {
                 code: "FA3M004",
                 name: "positional-rebinds",
                 severity: Severity::Error,
+                default: true,
                 summary: "a positional argument binds to a different parameter on MUSA",
                 explanation: "\
 Positional order differs between stacks. `mate.mha_interface.flash_attn_with_kvcache` (also exported as
@@ -142,11 +169,13 @@ Fix: pass every argument after `window_size` by keyword.",
                 code: "FA3M005",
                 name: "ignored-argument",
                 severity: Severity::Warning,
+                default: true,
                 summary: "the argument is accepted and silently ignored on MUSA",
                 explanation: "\
 The SGLang MUSA wrapper (V3) accepts `score_mod` and `aux_tensors` and never reads them: attention is
-computed without the score modification (musa-fa3.md §2.1, hazard 15). Later wrapper versions raise
-`NotImplementedError` for them instead.
+computed without the score modification (musa-fa3.md §2.1, hazard 15). On CUDA they are FA4-only
+(sgl-kernel 0.3.21 with `ver=4`, SGLang's dispatcher). Also reported when they reach the call through a
+`**` dict. Later wrapper versions raise `NotImplementedError` for them instead.
 
 Fix: implement the score modification another way, or do not route these calls to MUSA.",
             },
@@ -154,6 +183,7 @@ Fix: implement the score modification another way, or do not route these calls t
                 code: "FA3M006",
                 name: "fp8-descale",
                 severity: Severity::Warning,
+                default: true,
                 summary: "fp8 descale argument: mate accepts only float16/bfloat16 inputs",
                 explanation: "\
 mate does not support fp8. `q_descale`, `k_descale` and `v_descale` are accepted and never used, and
@@ -166,6 +196,7 @@ Fix: keep q and the KV cache in float16/bfloat16 on MUSA (dequantize first) and 
                 code: "FA3M007",
                 name: "qv-outside-mla",
                 severity: Severity::Warning,
+                default: true,
                 summary: "`qv` is supported on MUSA only for MLA decode shapes (q 64, qv 512)",
                 explanation: "\
 mate routes a call by shape: with `qv.shape[-1] == 512` and `q.shape[-1] == 64` it runs the MLA
@@ -179,6 +210,7 @@ Fix: check that q and qv have the MLA head dims; otherwise fold qv into q/k befo
                 code: "FA3M008",
                 name: "ignored-by-mla-branch",
                 severity: Severity::Warning,
+                default: true,
                 summary: "argument ignored when `qv` routes the call to mate's MLA kernel",
                 explanation: "\
 When `qv` is given (the MLA decode shape), mate's MLA branch passes only q, qv, the caches,
@@ -186,7 +218,7 @@ When `qv` is given (the MLA decode shape), mate's MLA branch passes only q, qv, 
 `scheduler_metadata` to the kernel. `k`/`v` (no cache append), rotary arguments, `cache_batch_idx`,
 `cache_leftpad`, `cu_seqlens_k_new`, `window_size`, `attention_chunk`, `softcap`, sinks,
 `num_splits`, `pack_gqa`, `sm_margin` and the context-parallel arguments are silently ignored
-(musa-fa3.md §6.12, hazard 7).
+(musa-fa3.md §6.12, hazard 7). One diagnostic per call lists them all.
 
 Fix: append new KV to the cache yourself and drop the arguments the MLA kernel does not honour.",
             },
@@ -194,6 +226,7 @@ Fix: append new KV to the cache yourself and drop the arguments the MLA kernel d
                 code: "FA3M009",
                 name: "int-cache-seqlens-paged",
                 severity: Severity::Error,
+                default: true,
                 summary: "int `cache_seqlens` with `page_table`: mate sizes it by the page count",
                 explanation: "\
 mate turns an int `cache_seqlens` into a tensor of length `k_cache.shape[0]`; upstream FA3 uses
@@ -207,13 +240,16 @@ Fix: pass a per-sequence int32 tensor, e.g. `torch.full((batch,), n, dtype=torch
                 code: "FA3M010",
                 name: "injected-metadata",
                 severity: Severity::Warning,
+                default: false,
                 summary: "no `scheduler_metadata`: the SGLang MUSA wrapper injects cached metadata",
                 explanation: "\
 With `scheduler_metadata=None` the SGLang MUSA wrapper (V3) injects scheduler metadata as soon as
 any MUSA attention backend has run a layer. The metadata is cached per forward prefix and shared by
 every layer, batch, backend instance and micro-batch, so it may describe another call: stale or
 mis-sliced metadata silently produces wrong attention (musa-fa3.md §4, hazard 1). Upstream FA3
-computes fresh metadata inside every call.
+computes fresh metadata inside every call. Off by default (`--select FA3M010`): whether the injected
+metadata is wrong depends on the process. Never reported for the calls of SGLang's MUSA backend itself,
+whose design it is.
 
 Fix: compute metadata for this call (`get_scheduler_metadata`) and pass it explicitly.",
             },
@@ -221,6 +257,7 @@ Fix: compute metadata for this call (`get_scheduler_metadata`) and pass it expli
                 code: "FA3M011",
                 name: "fixed-length-under-injection",
                 severity: Severity::Warning,
+                default: true,
                 summary: "no `cu_seqlens_q` and no `scheduler_metadata`: injection raises AttributeError",
                 explanation: "\
 Metadata injection reads the batch size from `cu_seqlens_q.shape`. A fixed-length call (4-D q, no
@@ -234,6 +271,7 @@ Fix: pass `cu_seqlens_q` and `max_seqlen_q` (varlen form), or pass `scheduler_me
                 code: "FA3M012",
                 name: "int-cache-seqlens-under-injection",
                 severity: Severity::Warning,
+                default: true,
                 summary: "int `cache_seqlens` without `scheduler_metadata`: injection raises AttributeError",
                 explanation: "\
 When metadata injection recomputes (the first layer of a pipeline stage, or a new forward prefix), it
@@ -247,6 +285,7 @@ Fix: pass `cache_seqlens` as an int32 tensor of shape (batch,).",
                 code: "FA3M013",
                 name: "negative-softcap",
                 severity: Severity::Warning,
+                default: true,
                 summary: "negative `softcap` is applied on MUSA, ignored upstream",
                 explanation: "\
 mate enables soft-capping for any `softcap != 0.0`; upstream FA3 only for `softcap > 0.0`
@@ -258,6 +297,7 @@ Fix: pass `softcap=0.0` where no capping is intended.",
                 code: "FA3M014",
                 name: "num-splits-over-128",
                 severity: Severity::Warning,
+                default: true,
                 summary: "`num_splits` > 128: mate raises ValueError after the kernel ran",
                 explanation: "\
 With scheduler metadata (passed, or injected by the SGLang MUSA wrapper) a `num_splits` above 128
@@ -271,11 +311,13 @@ Fix: use `num_splits` <= 128 (0 lets the heuristic choose).",
                 code: "FA3M015",
                 name: "num-splits-ignored",
                 severity: Severity::Warning,
+                default: false,
                 summary: "`num_splits` is ignored by mate without `scheduler_metadata`",
                 explanation: "\
 Called directly (through `flash_attn_interface`, `flash_attn_3.interface` or `mate`) without
 `scheduler_metadata`, mate runs a single split whatever `num_splits` says (musa-fa3.md hazard 4,
-§6.9): no split-KV parallelism, and results may differ from a split run in the last bits.
+§6.9): no split-KV parallelism, and results may differ from a split run in the last bits. Off by default
+(`--select FA3M015`): it costs speed, not correctness.
 
 Fix: compute metadata with `get_scheduler_metadata(..., num_splits=...)` and pass it.",
             },
@@ -283,11 +325,13 @@ Fix: compute metadata with `get_scheduler_metadata(..., num_splits=...)` and pas
                 code: "FA3M016",
                 name: "sm-margin-not-reserved",
                 severity: Severity::Warning,
+                default: false,
                 summary: "`sm_margin` does not reserve multiprocessors on MUSA",
                 explanation: "\
 mate uses `sm_margin` only to lower the split heuristic's multiprocessor count; the persistent grid
 still launches one CTA per multiprocessor (musa-fa3.md hazard 22). Multiprocessors are not left free
-for concurrent communication kernels as upstream callers expect.
+for concurrent communication kernels as upstream callers expect. Off by default (`--select FA3M016`):
+it costs overlap, not correctness.
 
 Fix: do not rely on `sm_margin` for overlap on MUSA.",
             },
@@ -295,6 +339,7 @@ Fix: do not rely on `sm_margin` for overlap on MUSA.",
                 code: "FA3M017",
                 name: "append-without-cache-seqlens",
                 severity: Severity::Error,
+                default: true,
                 summary: "`k`/`v` appended without `cache_seqlens`: unchecked on MUSA",
                 explanation: "\
 Upstream FA3 rejects new keys/values without `cache_seqlens`; mate does not check it (musa-fa3.md
@@ -308,22 +353,96 @@ Fix: pass `cache_seqlens` (int32, shape (batch,)) whenever `k`/`v` are given.",
             Rule::ArgumentUnpacking => &RuleInfo {
                 code: "FA3M018",
                 name: "argument-unpacking",
-                severity: Severity::Warning,
+                severity: Severity::Info,
+                default: false,
                 summary: "`*args`/`**kwargs` hide arguments from the scan",
                 explanation: "\
-The call unpacks a sequence or mapping, so the scan cannot see which parameters are passed. Signature
-binding and the rules that depend on an argument being absent are skipped for this call.
+The call unpacks a sequence or mapping the scan cannot follow (a `**kwargs` parameter, a dict built from
+something else), so it cannot see every parameter passed. Explicit keywords are still bound and
+checked, and the keys of dicts built in the same function (`kwargs = {}; kwargs[\"ver\"] = 4`) are read as
+keywords; the rules that need an argument to be absent are skipped. Off by default (`--select FA3M018`).
 
 Fix: review the call by hand, or pass the arguments explicitly.",
+            },
+            Rule::ReturnArity => &RuleInfo {
+                code: "FA3M019",
+                name: "return-arity",
+                severity: Severity::Error,
+                default: true,
+                summary: "the result is unpacked into a different number of values than MUSA returns",
+                explanation: "\
+With `return_softmax_lse=True`, mate's fmha path returns the 4-tuple `(out, softmax_lse, out_accum,
+softmax_lse_accum)` and its MLA decode branch (taken with `qv`) the 2-tuple `(out, softmax_lse)`
+(musa-fa3.md §7, hazard 8). FlashAttention-2, vLLM's `vllm_flash_attn` and FA4 return 2-tuples, FA3 and
+sgl-kernel 4-tuples. `out, lse = f(..., return_softmax_lse=True)` written for a 2-tuple raises
+`ValueError: too many values to unpack (expected 2)` on MUSA (CPython 3.11's text); four names against
+the MLA branch raise `ValueError: not enough values to unpack (expected 4, got 2)`. The scan follows the
+result through one variable (`result = f(...)`, then `o, lse = result`).
+
+Fix: unpack as `out, lse, *rest = ...`, which fits every stack.",
+            },
+            Rule::Fp8Input => &RuleInfo {
+                code: "FA3M020",
+                name: "fp8-input",
+                severity: Severity::Error,
+                default: true,
+                summary: "q, a KV cache or new keys/values are fp8: mate raises AssertionError",
+                explanation: "\
+The tensor passed as `q`, `k_cache`, `v_cache`, `k` or `v` was converted to a torch fp8 dtype
+(`x.to(torch.float8_e4m3fn)`, `x.view(dtype)` or `torch.empty(..., dtype=dtype)` with a dtype variable
+holding `torch.float8_*`, in the same function or through module constants). mate supports float16 and
+bfloat16 only: the call fails with `AssertionError: inputs must be float16 or bfloat16` (musa-fa3.md
+hazard 6, F-9).
+
+Fix: keep q and the KV cache in float16/bfloat16 on MUSA; dequantize before the call.",
+            },
+            Rule::UnresolvedImport => &RuleInfo {
+                code: "FA3M021",
+                name: "unresolved-import",
+                severity: Severity::Info,
+                default: true,
+                summary: "`flash_attn_with_kvcache` is imported from a module the scan does not know",
+                explanation: "\
+The file imports `flash_attn_with_kvcache` from a module that is neither one of the entry points the scan
+models (docs/spec/entry-points.md) nor a module of the scanned tree, so calls of that name were not
+checked. The scan says so instead of staying silent: a file without findings is not necessarily clean.
+
+Fix: scan the tree that defines the module too, or check its calls by hand (`certify` with a call spec).",
+            },
+            Rule::OutputTruncated => &RuleInfo {
+                code: "FA3M022",
+                name: "output-truncated",
+                severity: Severity::Info,
+                default: true,
+                summary: "more diagnostics in this file than are reported",
+                explanation: "\
+A file produced more diagnostics than the per-file limit, so the rest were counted but not reported
+(the output of a scan stays bounded whatever the input). The summary counts every call site.
+
+Fix: fix the reported ones and scan again, or narrow the codes with `--select`.",
+            },
+            Rule::NotAnalysed => &RuleInfo {
+                code: "FA3M023",
+                name: "not-analysed",
+                severity: Severity::Info,
+                default: true,
+                summary: "an expression nested too deeply for the scan; calls inside it were not checked",
+                explanation: "\
+The scan analyses expressions up to 200 levels of nesting (CPython itself refuses more than 200 nested
+brackets). Calls inside a deeper expression were not found or checked.
+
+Fix: split the expression, or check its calls by hand.",
             },
             Rule::InvalidFile => &RuleInfo {
                 code: "FA3M900",
                 name: "invalid-file",
                 severity: Severity::Error,
+                default: true,
                 summary: "the file could not be read as Python and was skipped",
                 explanation: "\
-The file is not UTF-8, cannot be read, or contains a syntax error, so its call sites were not
-checked. Files that never mention `flash_attn_with_kvcache` or an alias of it are read but not parsed:
+The file is not UTF-8, cannot be read, contains a syntax error, or exceeds a limit of CPython's
+tokenizer (`SyntaxError: too many nested parentheses` past 200 nested brackets,
+`IndentationError: too many levels of indentation` at 100 levels), so its call sites were not checked. Files that never mention `flash_attn_with_kvcache` or an alias of it are read but not parsed:
 syntax errors are reported only for files that could call it.
 
 Fix: fix the file, or exclude it (`.gitignore`, `--ignore FA3M900`).",
@@ -338,11 +457,31 @@ impl fmt::Display for Rule {
     }
 }
 
+/// Which rules a scan reports: the default ones (or exactly `select`'s, when given), minus
+/// `ignore`'s.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Selection {
+    pub select: Vec<Rule>,
+    pub ignore: Vec<Rule>,
+}
+
+impl Selection {
+    pub fn reports(&self, rule: Rule) -> bool {
+        let selected = if self.select.is_empty() {
+            rule.enabled_by_default()
+        } else {
+            self.select.contains(&rule)
+        };
+        selected && !self.ignore.contains(&rule)
+    }
+}
+
 /// The text `fa3conform explain CODE` prints.
 pub fn explain(rule: Rule) -> String {
     let info = rule.info();
+    let enabled = if info.default { "" } else { ", off by default" };
     format!(
-        "{} ({}) [{}]\n\n{}\n\n{}\n",
+        "{} ({}) [{}{enabled}]\n\n{}\n\n{}\n",
         info.code,
         info.name,
         info.severity.name(),

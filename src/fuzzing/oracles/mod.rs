@@ -6,7 +6,8 @@
 //! - [`invariants`]: metamorphic invariants of the f64 reference;
 //! - [`metadata`]: scheduler-metadata equivalence, sensitivity and SGLang's injection on the whole
 //!   modelled MUSA stack;
-//! - [`differential`]: the kernel path against the reference under the tolerance rule.
+//! - [`differential`]: the kernel path against the reference under the tolerance rule;
+//! - [`scan`]: the Python scanner's output is located, bounded and well-formed.
 //!
 //! An oracle returns what it found (`Err` with a reproducible description); a fuzz harness turns
 //! that into a panic. Cases outside what an oracle can judge are skipped through a named reason,
@@ -17,6 +18,7 @@
 pub mod differential;
 pub mod invariants;
 pub mod metadata;
+pub mod scan;
 pub mod verdict;
 
 use crate::call::KvCacheCall;

@@ -25,25 +25,31 @@ fn render_one(d: &Diagnostic, out: &mut dyn Write) -> io::Result<()> {
     )?;
     let line_number = d.start.line.to_string();
     let pad = " ".repeat(line_number.len());
-    if let Some(text) = &d.source_line {
-        // One column per character: tabs are shown as one space so carets stay aligned.
-        let shown: String = text
+    if let Some(excerpt) = &d.excerpt {
+        // One column per character: tabs are shown as one space so carets stay aligned; a cut
+        // line is marked with `…` at the cut.
+        let lead = if excerpt.first_column > 1 { "…" } else { "" };
+        let shown: String = excerpt
+            .text
             .chars()
             .map(|c| if c == '\t' { ' ' } else { c })
             .collect();
+        let trail = if excerpt.cut_after { "…" } else { "" };
         let width = shown.chars().count();
-        let end_column = if d.end.line == d.start.line {
-            d.end.column
+        let start = d.start.column - excerpt.first_column;
+        let end = if d.end.line == d.start.line {
+            (d.end.column - excerpt.first_column).min(width)
         } else {
-            width + 1
+            width
         };
-        let carets = end_column.saturating_sub(d.start.column).max(1);
+        let carets = end.saturating_sub(start).max(1);
         writeln!(out, "{pad} |")?;
-        writeln!(out, "{line_number} | {shown}")?;
+        writeln!(out, "{line_number} | {lead}{shown}{trail}")?;
         writeln!(
             out,
-            "{pad} | {}{} {}",
-            " ".repeat(d.start.column - 1),
+            "{pad} | {}{}{} {}",
+            " ".repeat(lead.chars().count()),
+            " ".repeat(start),
             "^".repeat(carets),
             d.severity().name()
         )?;
@@ -72,18 +78,26 @@ fn plural(n: usize, word: &str) -> String {
 }
 
 fn summary_line(s: &Summary) -> String {
-    let scanned = format!(
-        "{} scanned, {}",
+    let mut scanned = format!(
+        "{} scanned, {} in {}",
         plural(s.files_scanned, "file"),
-        plural(s.call_sites, "call site")
+        plural(s.call_sites, "call site"),
+        plural(s.files_with_call_sites, "file")
     );
-    if s.errors + s.warnings == 0 {
+    if s.unresolved_calls > 0 {
+        scanned.push_str(&format!(
+            ", {} of `flash_attn_with_kvcache` not resolved",
+            plural(s.unresolved_calls, "call")
+        ));
+    }
+    let mut counts = vec![plural(s.errors, "error"), plural(s.warnings, "warning")];
+    if s.infos > 0 {
+        counts.push(plural(s.infos, "note"));
+    }
+    if s.errors + s.warnings + s.infos == 0 {
         format!("No findings ({scanned}).")
     } else {
-        format!(
-            "Found {} and {} ({scanned}).",
-            plural(s.errors, "error"),
-            plural(s.warnings, "warning")
-        )
+        let last = counts.pop().expect("two counts at least");
+        format!("Found {} and {last} ({scanned}).", counts.join(", "))
     }
 }

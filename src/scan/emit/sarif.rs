@@ -36,7 +36,7 @@ fn rule_descriptor(rule: Rule) -> Value {
         "shortDescription": {"text": info.summary},
         "fullDescription": {"text": info.explanation},
         "help": {"text": info.explanation},
-        "defaultConfiguration": {"level": level(info.severity)},
+        "defaultConfiguration": {"level": level(info.severity), "enabled": info.default},
     })
 }
 
