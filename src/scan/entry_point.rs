@@ -46,11 +46,6 @@ const MODULES: &[(&str, &[EntryPoint])] = &[
         "sglang.kernels.ops.attention.flash_attention",
         &[SglangDispatcher],
     ),
-    ("sglang.jit_kernel.flash_attention_v3", &[SglKernel]),
-    (
-        "sglang.kernels.ops.attention.flash_attention_v3",
-        &[SglKernel],
-    ),
     ("flash_attn_interface", &[Fa3, MateFa3Wrapper]),
     ("flash_attn_3.flash_attn_interface", &[Fa3]),
     ("hopper.flash_attn_interface", &[Fa3]),
