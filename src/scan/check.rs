@@ -49,28 +49,28 @@ const DESCALES: [&str; 3] = ["q_descale", "k_descale", "v_descale"];
 /// The tensors whose dtype mate checks (F-9: q, the caches and new keys/values must be fp16/bf16).
 const DTYPE_CHECKED: [&str; 5] = ["q", "k_cache", "v_cache", "k", "v"];
 
-/// Not passed on by mate's MLA branch (musa-fa3.md §6.12); the descales are FA3M006's.
-const IGNORED_BY_MLA_BRANCH: [&str; 19] = [
+/// Tensors mate's MLA branch does not pass on (musa-fa3.md §6.12) whose loss changes the result
+/// whenever one is given; the rotary ones and `cu_seqlens_k_new` only describe new keys.
+const MLA_DROPPED_TENSORS: [&str; 5] = [
+    "cache_batch_idx",
+    "cache_leftpad",
+    "sinks",
+    "learnable_sink",
+    "cp_tot_seqused_k",
+];
+const MLA_DROPPED_WITH_NEW_KEYS: [&str; 6] = [
     "k",
     "v",
     "rotary_cos",
     "rotary_sin",
     "rotary_seqlens",
-    "cache_batch_idx",
-    "cache_leftpad",
     "cu_seqlens_k_new",
-    "window_size",
-    "attention_chunk",
-    "softcap",
-    "sinks",
-    "learnable_sink",
-    "num_splits",
-    "pack_gqa",
-    "sm_margin",
-    "cp_world_size",
-    "cp_rank",
-    "cp_tot_seqused_k",
 ];
+
+/// Scalars mate's MLA branch does not pass on that change the result unless they keep their default
+/// (`num_splits`, `pack_gqa`, `sm_margin` only tune speed).
+const MLA_DROPPED_SCALARS: [&str; 4] =
+    ["window_size", "attention_chunk", "softcap", "cp_world_size"];
 
 /// mate's combine kernel handles at most this many splits (B-5).
 const MAX_SPLITS: i64 = 128;
@@ -486,9 +486,20 @@ fn qv(bound: &Bound, out: &mut Vec<Finding>) {
         ),
         help: "check the head dims; outside MLA decode fold qv into q and k before the call".into(),
     });
-    let ignored: Vec<&str> = IGNORED_BY_MLA_BRANCH
+    let appends = bound.given("k").is_some() || bound.given("v").is_some();
+    let ignored: Vec<&str> = MLA_DROPPED_WITH_NEW_KEYS
         .into_iter()
-        .filter(|name| bound.differs_from_default(name).is_some())
+        .filter(|name| appends && bound.given(name).is_some())
+        .chain(
+            MLA_DROPPED_TENSORS
+                .into_iter()
+                .filter(|name| bound.given(name).is_some()),
+        )
+        .chain(MLA_DROPPED_SCALARS.into_iter().filter(|name| {
+            bound
+                .differs_from_default(name)
+                .is_some_and(|arg| arg.values.literals().is_some())
+        }))
         .collect();
     if !ignored.is_empty() {
         let names: Vec<String> = ignored.iter().map(|n| format!("`{n}`")).collect();

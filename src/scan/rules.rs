@@ -196,13 +196,14 @@ Fix: keep q and the KV cache in float16/bfloat16 on MUSA (dequantize first) and 
                 code: "FA3M007",
                 name: "qv-outside-mla",
                 severity: Severity::Warning,
-                default: true,
+                default: false,
                 summary: "`qv` is supported on MUSA only for MLA decode shapes (q 64, qv 512)",
                 explanation: "\
 mate routes a call by shape: with `qv.shape[-1] == 512` and `q.shape[-1] == 64` it runs the MLA
 decode kernel; any other `qv` fails with `AssertionError: qv parameter is not supported yet`
-(musa-fa3.md hazard 7, F-1, §6.12). The scan cannot see shapes, so every `qv` is reported.
-The MLA branch returns `(out, lse)` with lse laid out (b, s, h), not FA3's 4-tuple (hazard 8).
+(musa-fa3.md hazard 7, F-1, §6.12). The scan cannot see shapes, and `qv` in real code is almost
+always the MLA shape (DeepSeek's 64/512), so the rule is off by default (`--select FA3M007`). The MLA
+branch returns `(out, lse)` with lse laid out (b, s, h), not FA3's 4-tuple (hazard 8: FA3M019).
 
 Fix: check that q and qv have the MLA head dims; otherwise fold qv into q/k before the call.",
             },
@@ -215,10 +216,12 @@ Fix: check that q and qv have the MLA head dims; otherwise fold qv into q/k befo
                 explanation: "\
 When `qv` is given (the MLA decode shape), mate's MLA branch passes only q, qv, the caches,
 `cache_seqlens`, `page_table`, `softmax_scale`, `causal`, `cu_seqlens_q`, `max_seqlen_q` and
-`scheduler_metadata` to the kernel. `k`/`v` (no cache append), rotary arguments, `cache_batch_idx`,
-`cache_leftpad`, `cu_seqlens_k_new`, `window_size`, `attention_chunk`, `softcap`, sinks,
-`num_splits`, `pack_gqa`, `sm_margin` and the context-parallel arguments are silently ignored
-(musa-fa3.md §6.12, hazard 7). One diagnostic per call lists them all.
+`scheduler_metadata` to the kernel; everything else is silently ignored (musa-fa3.md §6.12, hazard 7).
+Reported are the ones whose loss changes the result: `k`/`v` (no cache append; with them the rotary
+arguments and `cu_seqlens_k_new`), `cache_batch_idx`, `cache_leftpad`, sinks and the
+context-parallel tensor when given, and `window_size`, `attention_chunk`, `softcap`, `cp_world_size`
+when their value is known not to be the default (`num_splits`, `pack_gqa` and `sm_margin` only tune
+speed). One diagnostic per call lists them all.
 
 Fix: append new KV to the cache yourself and drop the arguments the MLA kernel does not honour.",
             },
@@ -257,13 +260,14 @@ Fix: compute metadata for this call (`get_scheduler_metadata`) and pass it expli
                 code: "FA3M011",
                 name: "fixed-length-under-injection",
                 severity: Severity::Warning,
-                default: true,
+                default: false,
                 summary: "no `cu_seqlens_q` and no `scheduler_metadata`: injection raises AttributeError",
                 explanation: "\
 Metadata injection reads the batch size from `cu_seqlens_q.shape`. A fixed-length call (4-D q, no
 `cu_seqlens_q`) without `scheduler_metadata` therefore fails with
 `AttributeError: 'NoneType' object has no attribute 'shape'` once any SGLang MUSA attention layer has
-run in the process (musa-fa3.md §4.2, hazard 28).
+run in the process (musa-fa3.md §4.2, hazard 28). Off by default (`--select FA3M011`): injection
+happens only in an SGLang process with a MUSA attention backend.
 
 Fix: pass `cu_seqlens_q` and `max_seqlen_q` (varlen form), or pass `scheduler_metadata`.",
             },
@@ -271,13 +275,14 @@ Fix: pass `cu_seqlens_q` and `max_seqlen_q` (varlen form), or pass `scheduler_me
                 code: "FA3M012",
                 name: "int-cache-seqlens-under-injection",
                 severity: Severity::Warning,
-                default: true,
+                default: false,
                 summary: "int `cache_seqlens` without `scheduler_metadata`: injection raises AttributeError",
                 explanation: "\
 When metadata injection recomputes (the first layer of a pipeline stage, or a new forward prefix), it
 hands `cache_seqlens` to mate's `get_scheduler_metadata`, which calls `.stride` on it before mate's own
 int-to-tensor conversion could run: `AttributeError: 'int' object has no attribute 'stride'`
-(musa-fa3.md §4.6, hazard 3).
+(musa-fa3.md §4.6, hazard 3). Off by default (`--select FA3M012`): injection happens only in an SGLang
+process with a MUSA attention backend.
 
 Fix: pass `cache_seqlens` as an int32 tensor of shape (batch,).",
             },
