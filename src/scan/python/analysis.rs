@@ -115,11 +115,37 @@ fn named_children(node: Node) -> Vec<Node> {
 fn join_envs(mut envs: Vec<Env>) -> Env {
     let mut joined = envs.pop().unwrap_or_default();
     for env in envs {
+        // An attribute narrowed by an `assert` stays narrowed only where every path narrowed it.
+        joined.retain(|name, _| !is_narrowed_attribute(name) || env.contains_key(name));
         for (name, values) in env {
+            if is_narrowed_attribute(&name) && !joined.contains_key(&name) {
+                continue;
+            }
             joined.entry(name).or_default().join(&values);
         }
     }
     joined
+}
+
+/// The environment key of `self.attr` once an `assert` has narrowed it (no identifier has a dot).
+fn narrowed_attribute(self_name: &str, attr: &str) -> String {
+    format!("{self_name}.{attr}")
+}
+
+fn is_narrowed_attribute(name: &str) -> bool {
+    name.contains('.')
+}
+
+/// The keys a dict key expression may be: every alternative a string literal
+/// (`"page_table" if fa3 else "block_table"` is two).
+fn string_keys(key: &Values) -> Option<Vec<String>> {
+    key.literals()?
+        .into_iter()
+        .map(|k| match k {
+            PyValue::Str(k) => Some(k.clone()),
+            _ => None,
+        })
+        .collect()
 }
 
 impl<'s, 't> Analyser<'s, 't> {
@@ -208,6 +234,12 @@ impl<'s, 't> Analyser<'s, 't> {
                 }
             }
             "if_statement" => self.if_statement(node, scope),
+            "assert_statement" => {
+                self.eval_children(node, scope, 0);
+                if let Some(condition) = named_children(node).first() {
+                    self.narrow(*condition, scope);
+                }
+            }
             "for_statement" => {
                 if let Some(iterable) = node.child_by_field_name("right") {
                     self.eval(iterable, scope, 0);
@@ -388,6 +420,11 @@ impl<'s, 't> Analyser<'s, 't> {
                     return;
                 };
                 let attr = self.text(attr).to_string();
+                if self.self_class(object, scope).is_some() {
+                    scope
+                        .env
+                        .remove(&narrowed_attribute(self.text(object), &attr));
+                }
                 match self.self_class(object, scope) {
                     Some(class) if !scope.dead => self.out.classes[class]
                         .instance_attrs
@@ -457,6 +494,49 @@ impl<'s, 't> Analyser<'s, 't> {
                 self.update_dict(dict, scope, |d| d.remove(&key))
             }
             _ => false,
+        }
+    }
+
+    /// After `assert x == 3` or `assert self.ver in [3]`, the name or `self` attribute is one of
+    /// the literals (SGLang asserts its FA version before building `**kwargs` on it).
+    fn narrow(&mut self, condition: Node<'t>, scope: &mut Scope) {
+        if condition.kind() != "comparison_operator" {
+            return;
+        }
+        let mut cursor = condition.walk();
+        let operators: Vec<&str> = condition
+            .children_by_field_name("operators", &mut cursor)
+            .map(|o| o.kind())
+            .collect();
+        let operands = named_children(condition);
+        let ([subject, allowed], [operator]) = (operands.as_slice(), operators.as_slice()) else {
+            return;
+        };
+        let literal = |node: Node| literal::scalar(node, self.source);
+        let allowed: Option<Vec<PyValue>> = match (*operator, allowed.kind()) {
+            ("==", _) => literal(*allowed).map(|v| vec![v]),
+            ("in", "list" | "tuple") => named_children(*allowed).into_iter().map(literal).collect(),
+            _ => None,
+        };
+        let Some(allowed) = allowed.filter(|a| !a.is_empty()) else {
+            return;
+        };
+        let values: Values = allowed.into_iter().map(Value::Literal).collect();
+        match subject.kind() {
+            "identifier" => self.bind(self.text(*subject), values, scope),
+            "attribute" => {
+                let (Some(object), Some(attr)) = (
+                    subject.child_by_field_name("object"),
+                    subject.child_by_field_name("attribute"),
+                ) else {
+                    return;
+                };
+                if self.self_class(object, scope).is_some() {
+                    let key = narrowed_attribute(self.text(object), self.text(attr));
+                    scope.env.insert(key, values);
+                }
+            }
+            _ => {}
         }
     }
 
@@ -876,6 +956,12 @@ impl<'s, 't> Analyser<'s, 't> {
                     return self.eval_children(node, scope, depth);
                 };
                 let attr = self.text(attr);
+                if self.self_class(object, scope).is_some()
+                    && let Some(narrowed) =
+                        scope.env.get(&narrowed_attribute(self.text(object), attr))
+                {
+                    return narrowed.clone();
+                }
                 match self.self_class(object, scope) {
                     Some(class) => Values::one(Value::InstanceAttr {
                         class,
@@ -1022,6 +1108,12 @@ impl<'s, 't> Analyser<'s, 't> {
             "!=" => !literal::python_eq(a, b),
             "is" if a.is_none() || b.is_none() => a.is_none() && b.is_none(),
             "is not" if a.is_none() || b.is_none() => !(a.is_none() && b.is_none()),
+            "in" | "not in" => {
+                let Some(items) = b.as_sequence() else {
+                    return Values::unknown();
+                };
+                items.iter().any(|item| literal::python_eq(a, item)) == (*operator == "in")
+            }
             _ => return Values::unknown(),
         };
         Values::literal(PyValue::Bool(result))
@@ -1038,14 +1130,14 @@ impl<'s, 't> Analyser<'s, 't> {
                     let value = item
                         .child_by_field_name("value")
                         .map_or_else(Values::unknown, |v| self.eval(v, scope, depth));
-                    match key.as_ref().and_then(|(_, k)| k.as_literal()) {
-                        Some(PyValue::Str(key)) => {
+                    match key.as_ref().and_then(|(_, k)| string_keys(k)) {
+                        Some(keys) => {
                             let at = item
                                 .child_by_field_name("value")
                                 .map_or(Span::of(item), Span::of);
-                            dict.set(key.clone(), value, at)
+                            dict.set_one_of(keys, value, at)
                         }
-                        _ => dict.open = true,
+                        None => dict.open = true,
                     }
                 }
                 _ => {

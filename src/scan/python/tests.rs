@@ -178,6 +178,37 @@ fn assignments_flow_through_branches_and_dead_branches_bind_nothing() {
 }
 
 #[test]
+fn asserts_narrow_names_and_self_attributes_on_every_path_that_made_them() {
+    let file = parse(
+        "import m\nclass B:\n    def g(self, v, c):\n        \
+         assert self.ver in [3], 'FA3 only'\n        assert v == 4\n        \
+         kwargs = {}\n        if self.ver != 3:\n            kwargs['ver'] = self.ver\n        \
+         m.f(self.ver, v, **kwargs)\n        \
+         if c:\n            assert self.mode in (1, 2)\n        \
+         self.ver = c\n        m.f(self.ver, self.mode)\n",
+    );
+    assert_eq!(arg(&file, 0, 0).literals().unwrap(), [&PyValue::Int(3)]);
+    assert_eq!(arg(&file, 0, 1).literals().unwrap(), [&PyValue::Int(4)]);
+    let kwargs = arg(&file, 0, 2);
+    let [Value::Dict(dict)] = &kwargs.iter().collect::<Vec<_>>()[..] else {
+        panic!("{kwargs:?}");
+    };
+    assert!(
+        dict.entries.is_empty(),
+        "the `ver` branch is dead: {dict:?}"
+    );
+    // Reassigned, and narrowed on one branch only: back to what the class knows.
+    assert!(matches!(
+        arg(&file, 1, 0).iter().next(),
+        Some(Value::InstanceAttr { .. })
+    ));
+    assert!(matches!(
+        arg(&file, 1, 1).iter().next(),
+        Some(Value::InstanceAttr { .. })
+    ));
+}
+
+#[test]
 fn dicts_built_for_keyword_expansion_keep_their_keys() {
     let file = parse(
         "import m\ndef g(self, sinks):\n    kwargs = {}\n    \

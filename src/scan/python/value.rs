@@ -121,6 +121,23 @@ impl DictValue {
         }
     }
 
+    /// `{k: v}` where the key is one of `keys`: with more than one, each is set on some paths only
+    /// (a key already present keeps its certainty and may keep its old value).
+    pub fn set_one_of(&mut self, keys: Vec<String>, values: Values, at: Span) {
+        let several = keys.len() > 1;
+        for key in keys {
+            match self.entries.iter_mut().find(|e| e.key == key) {
+                Some(entry) if several => entry.values.join(&values),
+                _ => {
+                    self.set(key.clone(), values.clone(), at);
+                    if let Some(entry) = self.entries.iter_mut().find(|e| e.key == key) {
+                        entry.certain = !several;
+                    }
+                }
+            }
+        }
+    }
+
     pub fn remove(&mut self, key: &str) {
         self.entries.retain(|e| e.key != key);
         if self.base.is_some() && !self.removed.iter().any(|k| k == key) {
@@ -307,6 +324,35 @@ mod tests {
             .map(|e| (e.key.as_str(), e.certain))
             .collect();
         assert_eq!(certainty, [("sinks", true), ("ver", false)]);
+    }
+
+    #[test]
+    fn a_conditional_key_is_set_on_some_paths_only() {
+        let mut dict = DictValue::new(span(1));
+        dict.set("q".into(), Values::unknown(), span(2));
+        let page = Values::literal(PyValue::Int(7));
+        dict.set_one_of(
+            vec!["page_table".into(), "block_table".into()],
+            page,
+            span(3),
+        );
+        dict.set_one_of(vec!["q".into(), "qv".into()], Values::unknown(), span(4));
+        let certainty: Vec<(&str, bool)> = dict
+            .entries
+            .iter()
+            .map(|e| (e.key.as_str(), e.certain))
+            .collect();
+        assert_eq!(
+            certainty,
+            [
+                ("q", true),
+                ("page_table", false),
+                ("block_table", false),
+                ("qv", false)
+            ]
+        );
+        dict.set_one_of(vec!["causal".into()], Values::unknown(), span(5));
+        assert!(dict.entries.last().is_some_and(|e| e.certain));
     }
 
     #[test]
