@@ -39,9 +39,12 @@ pub fn call_spec(bytes: &[u8]) -> bool {
             true
         }
         Err(e) => {
+            // Errors about the document as a whole have no path: not JSON, no call in it, or a
+            // JSON value that is not a call.
             let whole_document = e.path.is_empty()
-                && (e.message.starts_with("invalid JSON")
-                    || e.message.starts_with("expected a call object"));
+                && ["invalid JSON", "no call specs", "expected a call object"]
+                    .iter()
+                    .any(|start| e.message.starts_with(start));
             assert!(
                 whole_document || !e.path.is_empty(),
                 "spec error without a JSON path: {e}"
