@@ -10,6 +10,7 @@ mod dims;
 mod dtype;
 mod metadata_args;
 mod param;
+pub mod python;
 mod recorded;
 pub mod signature;
 mod value;

@@ -241,6 +241,24 @@ pub struct NumpyScalar {
 }
 
 impl NumpyScalar {
+    /// The scalar type's `tp_name`, as CPython's `TypeError` and `AttributeError` texts print it
+    /// (`type(x).__name__` is the dtype's name; NumPy 2's `np.bool_` is `numpy.bool`).
+    pub fn type_name(&self) -> &'static str {
+        match self.dtype {
+            Dtype::Bool => "numpy.bool",
+            Dtype::Int8 => "numpy.int8",
+            Dtype::Uint8 => "numpy.uint8",
+            Dtype::Int16 => "numpy.int16",
+            Dtype::Int32 => "numpy.int32",
+            Dtype::Int64 => "numpy.int64",
+            Dtype::Float16 => "numpy.float16",
+            Dtype::Float32 => "numpy.float32",
+            Dtype::Float64 => "numpy.float64",
+            // No NumPy scalar type (the spec parser refuses them).
+            Dtype::Bfloat16 | Dtype::Float8E4m3fn | Dtype::Float8E5m2 => self.dtype.torch_name(),
+        }
+    }
+
     pub fn as_f64(&self) -> f64 {
         match self.value {
             NumpyValue::Bool(b) => f64::from(u8::from(b)),
@@ -261,8 +279,10 @@ pub enum PyValue {
     Tuple(Vec<PyValue>),
     List(Vec<PyValue>),
     Tensor(TensorArg),
+    /// A dict, its items in insertion order.
+    Dict(Vec<(PyValue, PyValue)>),
     Numpy(NumpyScalar),
-    /// Any other object, described by its Python type name (`function`, `dict`, ...).
+    /// Any other object, described by its Python type name (`function`, `set`, ...).
     Object(String),
 }
 
@@ -272,8 +292,17 @@ impl PyValue {
         PyValue::Tensor(TensorArg::new(dtype, shape))
     }
 
-    /// `type(x).__name__`.
+    /// The type's name as CPython's `TypeError` and `AttributeError` messages print it
+    /// (`tp_name`: `numpy.int64` for a NumPy scalar, whose `__name__` is `int64`).
     pub fn type_name(&self) -> &str {
+        match self {
+            PyValue::Numpy(n) => n.type_name(),
+            other => other.class_name(),
+        }
+    }
+
+    /// `type(x).__name__` (what `json.dumps` names in its `TypeError`).
+    pub fn class_name(&self) -> &str {
         match self {
             PyValue::None => "NoneType",
             PyValue::Bool(_) => "bool",
@@ -283,6 +312,7 @@ impl PyValue {
             PyValue::Tuple(_) => "tuple",
             PyValue::List(_) => "list",
             PyValue::Tensor(_) => "Tensor",
+            PyValue::Dict(_) => "dict",
             PyValue::Numpy(n) => n.dtype.torch_name(),
             PyValue::Object(name) => name,
         }
@@ -326,6 +356,7 @@ impl PyValue {
             PyValue::Float(f) => Some(*f != 0.0),
             PyValue::Str(s) => Some(!s.is_empty()),
             PyValue::Tuple(v) | PyValue::List(v) => Some(!v.is_empty()),
+            PyValue::Dict(items) => Some(!items.is_empty()),
             PyValue::Numpy(n) => Some(n.as_f64() != 0.0),
             PyValue::Tensor(_) | PyValue::Object(_) => None,
         }
@@ -356,11 +387,9 @@ impl PyValue {
     /// Python `hash()` succeeds (lists and dicts are unhashable).
     pub fn is_hashable(&self) -> bool {
         match self {
-            PyValue::List(_) => false,
+            PyValue::List(_) | PyValue::Dict(_) => false,
             PyValue::Tuple(items) => items.iter().all(PyValue::is_hashable),
-            PyValue::Object(name) => {
-                !matches!(name.as_str(), "dict" | "set" | "list" | "bytearray")
-            }
+            PyValue::Object(name) => !matches!(name.as_str(), "set" | "bytearray"),
             _ => true,
         }
     }
@@ -402,6 +431,16 @@ impl fmt::Display for PyValue {
             PyValue::Tensor(t) => {
                 let dims: Vec<String> = t.shape.iter().map(usize::to_string).collect();
                 write!(f, "Tensor[{}]({})", t.dtype.torch_name(), dims.join(", "))
+            }
+            PyValue::Dict(items) => {
+                f.write_str("{")?;
+                for (i, (key, value)) in items.iter().enumerate() {
+                    if i > 0 {
+                        f.write_str(", ")?;
+                    }
+                    write!(f, "{key}: {value}")?;
+                }
+                f.write_str("}")
             }
             PyValue::Numpy(n) => match n.value {
                 // NumPy 2's repr: `np.True_`, `np.int64(3)`, `np.float32(0.5)`.
@@ -523,7 +562,8 @@ mod tests {
         let scalar = |dtype, value| PyValue::Numpy(NumpyScalar { dtype, value });
         let three = scalar(Dtype::Int64, NumpyValue::Int(3));
         assert_eq!(three.to_string(), "np.int64(3)");
-        assert_eq!(three.type_name(), "int64");
+        assert_eq!(three.type_name(), "numpy.int64");
+        assert_eq!(three.class_name(), "int64");
         assert!(three.eq_int(3));
         assert_eq!(three.as_int(), None, "np.int64 is not a Python int");
         assert_eq!(three.as_number(), Some(3.0));

@@ -130,7 +130,10 @@ fn small_scalar<R: Rng + ?Sized>(rng: &mut R) -> PyValue {
             PyValue::Int(rng.gen_range(-2..=64)),
         ]),
         5 => PyValue::List(vec![PyValue::Int(-1), PyValue::Int(-1)]),
-        6 => PyValue::Object(pick(rng, &["function", "dict", "tuple"]).to_string()),
+        6 => match pick(rng, &["function", "dict", "tuple"]) {
+            "dict" => PyValue::Dict(Vec::new()),
+            name => PyValue::Object(name.to_string()),
+        },
         _ => PyValue::None,
     }
 }

@@ -7,7 +7,9 @@
 //! ```
 //! A key absent from `args` is not passed; `null` is `None`; `{"tensor": {...}}` a tensor;
 //! `{"object": "<type>"}` any other object; `{"list": [...]}` a list (plain arrays are tuples);
-//! `{"float": "inf"}` a non-finite float. A file holds one object, an array of them, or JSON lines.
+//! `{"float": "inf"}` a non-finite float; `{"dict": [[key, value], ...]}` a dict;
+//! `{"numpy": {"dtype": "int64", "value": 3}}` a NumPy scalar. A file holds one object, an array of
+//! them, or JSON lines.
 //! Every error names the JSON path of the offending value. An optional top-level `"expect"` object
 //! (profile name -> expected error-site id) annotates catalogue entries and is ignored here.
 //! An optional top-level `"metadata_args"` object holds the `get_scheduler_metadata` keyword

@@ -277,7 +277,7 @@ fn wrapped(path: &str, obj: &Map<String, Value>) -> Result<PyValue, SpecError> {
     let (Some(tag), None) = (keys.next(), keys.next()) else {
         return err(
             path,
-            "expected an object with exactly one of the keys tensor, object, list, float, numpy",
+            "expected an object with exactly one of the keys tensor, object, list, float, dict, numpy",
         );
     };
     let inner = &obj[tag];
@@ -285,6 +285,8 @@ fn wrapped(path: &str, obj: &Map<String, Value>) -> Result<PyValue, SpecError> {
     match tag.as_str() {
         "tensor" => tensor(&inner_path, inner).map(PyValue::Tensor),
         "object" => match inner {
+            // An empty dict is a dict (`{"dict": []}`), whatever form names it.
+            Value::String(name) if name == "dict" => Ok(PyValue::Dict(Vec::new())),
             Value::String(name) if !name.is_empty() => {
                 // A callable is a function object; any other name is taken as the type name.
                 let type_name = if name == "callable" { "function" } else { name };
@@ -303,12 +305,43 @@ fn wrapped(path: &str, obj: &Map<String, Value>) -> Result<PyValue, SpecError> {
             ),
         },
         "float" => special_float(&inner_path, inner).map(PyValue::Float),
+        "dict" => dict(&inner_path, inner),
         "numpy" => numpy_scalar(&inner_path, inner).map(PyValue::Numpy),
         other => err(
             path,
-            format!("unknown wrapper `{other}` (expected tensor, object, list, float or numpy)"),
+            format!(
+                "unknown wrapper `{other}` (expected tensor, object, list, float, dict or numpy)"
+            ),
         ),
     }
+}
+
+/// `{"dict": [[key, value], ...]}`: the items in order, keys and values in spec form.
+fn dict(path: &str, v: &Value) -> Result<PyValue, SpecError> {
+    let Value::Array(items) = v else {
+        return err(
+            path,
+            format!("expected an array of [key, value] pairs, got {}", kind(v)),
+        );
+    };
+    items
+        .iter()
+        .enumerate()
+        .map(|(i, item)| {
+            let item_path = format!("{path}[{i}]");
+            match item {
+                Value::Array(pair) if pair.len() == 2 => Ok((
+                    parse_value(&format!("{item_path}[0]"), &pair[0])?,
+                    parse_value(&format!("{item_path}[1]"), &pair[1])?,
+                )),
+                other => err(
+                    &item_path,
+                    format!("expected a [key, value] pair, got {}", kind(other)),
+                ),
+            }
+        })
+        .collect::<Result<_, _>>()
+        .map(PyValue::Dict)
 }
 
 /// `{"dtype": "int64", "value": 3}`: a NumPy scalar of a bool, integer or float dtype.
@@ -344,15 +377,20 @@ fn numpy_scalar(path: &str, v: &Value) -> Result<NumpyScalar, SpecError> {
         (Some(Value::Bool(b)), Dtype::Bool) => NumpyValue::Bool(*b),
         (Some(_), Dtype::Bool) => return err(&value_path, "expected true or false"),
         (Some(v), d) if d.is_floating_point() => NumpyValue::Float(special_float(&value_path, v)?),
-        (Some(v), d) => NumpyValue::Int(v.as_i64().map_or_else(
-            || {
-                err(
-                    &value_path,
-                    format!("expected an integer for {}", d.torch_name()),
-                )
-            },
-            Ok,
-        )?),
+        // The value must fit the type (`np.uint8(256)` raises `OverflowError`).
+        (Some(v), d) => NumpyValue::Int(
+            v.as_i64()
+                .filter(|i| d.int_range().is_some_and(|(lo, hi)| (lo..=hi).contains(i)))
+                .map_or_else(
+                    || {
+                        err(
+                            &value_path,
+                            format!("expected an integer for {}", d.torch_name()),
+                        )
+                    },
+                    Ok,
+                )?,
+        ),
     };
     Ok(NumpyScalar { dtype, value })
 }
@@ -740,5 +778,35 @@ mod tests {
         assert!(matches!(call.passed("pack_gqa"), Some(PyValue::List(_))));
         assert_eq!(call.passed("q"), Some(&PyValue::Int(1)));
         assert_eq!(call.passed("causal"), None);
+    }
+
+    #[test]
+    fn dicts_and_numpy_scalars() {
+        let calls = parse_specs(
+            r#"{"args": {"max_seqlen_q": {"numpy": {"dtype": "int64", "value": 9}},
+                "window_size": {"dict": [[0, -1], [1, {"list": []}]]},
+                "pack_gqa": {"object": "dict"}}}"#,
+        )
+        .unwrap();
+        let call = &calls[0];
+        let seqlen = call.passed("max_seqlen_q").unwrap();
+        assert_eq!(seqlen.type_name(), "numpy.int64");
+        assert_eq!(seqlen.class_name(), "int64");
+        assert_eq!(
+            call.passed("window_size").unwrap().to_string(),
+            "{0: -1, 1: []}"
+        );
+        assert_eq!(call.passed("pack_gqa"), Some(&PyValue::Dict(Vec::new())));
+        // What the parser reads, the writer writes back.
+        let again = crate::spec::call_to_json(call);
+        assert_eq!(parse_call(&again).unwrap(), *call);
+        assert_eq!(
+            parse_err(r#"{"args": {"x": {"numpy": {"dtype": "uint8", "value": 256}}}}"#),
+            "args.x.numpy.value: expected an integer for uint8"
+        );
+        assert_eq!(
+            parse_err(r#"{"args": {"x": {"dict": [[0]]}}}"#),
+            "args.x.dict[0]: expected a [key, value] pair, got an array"
+        );
     }
 }

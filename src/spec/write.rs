@@ -29,6 +29,12 @@ pub fn value_to_json(v: &PyValue) -> Value {
             json!({ "list": items.iter().map(value_to_json).collect::<Vec<_>>() })
         }
         PyValue::Object(name) => json!({ "object": name }),
+        PyValue::Dict(items) => json!({
+            "dict": items
+                .iter()
+                .map(|(k, v)| json!([value_to_json(k), value_to_json(v)]))
+                .collect::<Vec<_>>()
+        }),
         PyValue::Numpy(n) => {
             let value = match n.value {
                 NumpyValue::Bool(b) => json!(b),
