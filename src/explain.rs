@@ -77,7 +77,11 @@ pub fn explain(query: &str) -> Found {
     let exact: Vec<&'static Site> = registry::sites()
         .filter(|s| exception.is_none_or(|e| e == s.exception))
         .filter(|s| registry::template_matches(s.template, message))
-        .filter(|s| !s.template.is_empty() || exception.is_some() || message.is_empty())
+        // A bare `assert` (empty template) or a `KeyError` (`{}`, the key's repr) matches any
+        // message: only when the query names the exception.
+        .filter(|s| {
+            !s.template.replace("{}", "").is_empty() || exception.is_some() || message.is_empty()
+        })
         .collect();
     if !exact.is_empty() {
         return Found::Exact(exact);

@@ -383,16 +383,6 @@ impl PyValue {
             _ => false,
         }
     }
-
-    /// Python `hash()` succeeds (lists and dicts are unhashable).
-    pub fn is_hashable(&self) -> bool {
-        match self {
-            PyValue::List(_) | PyValue::Dict(_) => false,
-            PyValue::Tuple(items) => items.iter().all(PyValue::is_hashable),
-            PyValue::Object(name) => !matches!(name.as_str(), "set" | "bytearray"),
-            _ => true,
-        }
-    }
 }
 
 /// Python's `repr()` of the value (tensors are shown by shape and dtype, not by data).

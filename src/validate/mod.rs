@@ -23,19 +23,21 @@ pub enum Exception {
     TypeError,
     AttributeError,
     IndexError,
+    KeyError,
     NotImplementedError,
     ZeroDivisionError,
     OverflowError,
 }
 
 impl Exception {
-    pub const ALL: [Exception; 9] = [
+    pub const ALL: [Exception; 10] = [
         Exception::ValueError,
         Exception::AssertionError,
         Exception::RuntimeError,
         Exception::TypeError,
         Exception::AttributeError,
         Exception::IndexError,
+        Exception::KeyError,
         Exception::NotImplementedError,
         Exception::ZeroDivisionError,
         Exception::OverflowError,
@@ -49,6 +51,7 @@ impl Exception {
             Exception::TypeError => "TypeError",
             Exception::AttributeError => "AttributeError",
             Exception::IndexError => "IndexError",
+            Exception::KeyError => "KeyError",
             Exception::NotImplementedError => "NotImplementedError",
             Exception::ZeroDivisionError => "ZeroDivisionError",
             Exception::OverflowError => "OverflowError",

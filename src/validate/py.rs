@@ -7,8 +7,8 @@
 
 use super::engine::Fail;
 use super::registry::Site;
+use crate::call::python::{self, Form};
 use crate::call::{PyValue, TensorArg};
-use std::borrow::Cow;
 
 /// `x.<attr>` on a value that must be a tensor: `AttributeError: '<type>' object has no attribute '<attr>'`.
 pub fn tensor<'a>(v: &'a PyValue, attr: &str) -> Result<&'a TensorArg, Fail> {
@@ -48,28 +48,43 @@ pub fn stride(
     })
 }
 
-/// `x[i]` on a tuple, list or str (`window_size[0]`): `TypeError: '<type>' object is not
-/// subscriptable` (site `type_site`) or `IndexError: <tuple|list|string> index out of range` (site
-/// `index_site`). A str item is the one-character str.
-pub fn item<'a>(
-    v: &'a PyValue,
-    i: usize,
-    type_site: &'static Site,
-    index_site: &'static Site,
-) -> Result<Cow<'a, PyValue>, Fail> {
-    let out_of_range = |sequence: &str| Fail::with([sequence.to_string()]).at(index_site);
-    match v {
-        PyValue::Tuple(items) | PyValue::List(items) => items
-            .get(i)
-            .map(Cow::Borrowed)
-            .ok_or_else(|| out_of_range(v.type_name())),
-        PyValue::Str(text) => text
-            .chars()
-            .nth(i)
-            .map(|c| Cow::Owned(PyValue::Str(c.to_string())))
-            .ok_or_else(|| out_of_range("string")),
-        other => Err(Fail::with([other.type_name().to_string()]).at(type_site)),
-    }
+/// The sites of one subscription expression (`window_size[0]`), one per exception Python can raise
+/// there ([`python::subscript`]).
+pub struct SubscriptSites {
+    /// `TypeError: '<type>' object is not subscriptable`
+    pub not_subscriptable: &'static Site,
+    /// `IndexError: <tuple|list|string> index out of range`
+    pub sequence_index: &'static Site,
+    /// `KeyError: <key>` (a dict)
+    pub key: &'static Site,
+    /// `IndexError: invalid index of a 0-dim tensor. ...`
+    pub zero_dim: &'static Site,
+    /// `IndexError: index <i> is out of bounds for dimension <d> with size <n>`
+    pub tensor_index: &'static Site,
+    /// `IndexError: invalid index to scalar variable.` (a NumPy scalar)
+    pub scalar_index: &'static Site,
+}
+
+/// `x[i]`, failing with the site of the exception Python raises.
+pub fn subscript(v: &PyValue, i: i64, sites: &SubscriptSites) -> Result<PyValue, Fail> {
+    python::subscript(v, i).map_err(|e| {
+        let site = match e.form {
+            Form::NotSubscriptable => sites.not_subscriptable,
+            Form::SequenceIndex => sites.sequence_index,
+            Form::Key => sites.key,
+            Form::ZeroDimIndex => sites.zero_dim,
+            Form::TensorIndex => sites.tensor_index,
+            Form::ScalarIndex => sites.scalar_index,
+            other => unreachable!("subscription raises no {other:?}"),
+        };
+        Fail::with(e.args).at(site)
+    })
+}
+
+/// `bool(v)` as an `if`, `and` or `or` evaluates it; a tensor of other than one element fails
+/// (torch's "Boolean value of Tensor with ... is ambiguous").
+pub fn truth(v: &PyValue) -> Result<bool, Fail> {
+    python::truth(v).map_err(|e| Fail::with(e.args))
 }
 
 /// A size as a Python int (saturating where an `i64` cannot hold it).
@@ -81,9 +96,7 @@ pub fn int(size: usize) -> i64 {
 mod tests {
     use super::*;
     use crate::call::Dtype;
-    use crate::validate::registry::cuda::{
-        ATEN_DIM_NO_DIMS as S, ATEN_DIM_RANGE as R, PY_NOT_SUBSCRIPTABLE as T, PY_TUPLE_INDEX as I,
-    };
+    use crate::validate::registry::cuda::{ATEN_DIM_NO_DIMS as S, ATEN_DIM_RANGE as R};
 
     #[test]
     fn stride_errors_follow_torch() {
@@ -101,23 +114,48 @@ mod tests {
     }
 
     #[test]
-    fn subscript_errors_name_the_type() {
-        let int = PyValue::Int(3);
+    fn subscript_errors_name_the_site_of_their_form() {
+        use crate::validate::registry::musa::{
+            K_6_WINDOW_INDEX, K_6_WINDOW_KEY, K_6_WINDOW_SCALAR, K_6_WINDOW_TENSOR_0D,
+            K_6_WINDOW_TENSOR_INDEX, K_6_WINDOW_TYPE,
+        };
+        let sites = SubscriptSites {
+            not_subscriptable: K_6_WINDOW_TYPE,
+            sequence_index: K_6_WINDOW_INDEX,
+            key: K_6_WINDOW_KEY,
+            zero_dim: K_6_WINDOW_TENSOR_0D,
+            tensor_index: K_6_WINDOW_TENSOR_INDEX,
+            scalar_index: K_6_WINDOW_SCALAR,
+        };
+        let fail = |v: PyValue, i: i64| subscript(&v, i, &sites).unwrap_err();
+        let args = |a: &[&str]| a.iter().map(|s| s.to_string()).collect::<Vec<_>>();
         assert_eq!(
-            item(&int, 0, T, I).unwrap_err(),
-            Fail::with(["int".to_string()]).at(T)
+            fail(PyValue::Int(3), 0),
+            Fail::with(args(&["int"])).at(K_6_WINDOW_TYPE)
         );
-        let list = PyValue::List(vec![PyValue::Int(-1)]);
         assert_eq!(
-            item(&list, 1, T, I).unwrap_err(),
-            Fail::with(["list".to_string()]).at(I)
+            fail(PyValue::List(vec![PyValue::Int(-1)]), 1),
+            Fail::with(args(&["list"])).at(K_6_WINDOW_INDEX)
         );
-        // 'ab'[1] is 'b'; 'a'[1] is "string index out of range".
-        let two = PyValue::Str("ab".into());
-        assert_eq!(*item(&two, 1, T, I).unwrap(), PyValue::Str("b".into()));
         assert_eq!(
-            item(&PyValue::Str("a".into()), 1, T, I).unwrap_err(),
-            Fail::with(["string".to_string()]).at(I)
+            fail(PyValue::Str("a".into()), 1),
+            Fail::with(args(&["string"])).at(K_6_WINDOW_INDEX)
+        );
+        assert_eq!(
+            fail(PyValue::Dict(vec![(PyValue::Int(0), PyValue::Int(-1))]), 1),
+            Fail::with(args(&["1"])).at(K_6_WINDOW_KEY)
+        );
+        let scalar = PyValue::Tensor(TensorArg::new(Dtype::Int32, &[]));
+        assert_eq!(fail(scalar, 0), Fail::new().at(K_6_WINDOW_TENSOR_0D));
+        let one = PyValue::Tensor(TensorArg::new(Dtype::Int32, &[1]));
+        assert_eq!(
+            fail(one, 1),
+            Fail::with(args(&["1", "0", "1"])).at(K_6_WINDOW_TENSOR_INDEX)
+        );
+        // 'ab'[1] is 'b'.
+        assert_eq!(
+            subscript(&PyValue::Str("ab".into()), 1, &sites),
+            Ok(PyValue::Str("b".into()))
         );
     }
 }

@@ -5,15 +5,18 @@
 
 use super::musa::{FwdDims, Injection, MusaState, fail_if, int32_vector, is_musa};
 use super::musa_sglang::{
-    MaskOperandError, WindowBound, ambiguous_values, mask_operands, tensor_bound, window_pair,
+    MaskOperandError, WindowBound, ambiguous_values, mask_operands, py_number, seqlen_operand,
+    window_bound, window_pair,
 };
+use crate::call::python::{self as pyvalue, Cmp, FfiType};
 use crate::call::{Dtype, LseLayout, Param, PyValue, TensorArg};
 use crate::mate;
-use crate::mate::python::{self, NumKind, PyNum};
+use crate::mate::python::{self, PyNum, Truth};
+use crate::validate::Resolved;
 use crate::validate::engine::{At, Check, Fail, HazardLog, Layer};
+use crate::validate::py::{self, SubscriptSites};
 use crate::validate::registry::Site;
 use crate::validate::registry::musa::*;
-use crate::validate::{Resolved, py};
 
 pub static MHA_INTERFACE: Layer<MusaState> = Layer {
     name: "mha_interface",
@@ -63,8 +66,19 @@ pub static MLA_BRANCH: Layer<MusaState> = Layer {
             },
         },
         Check {
-            name: "tvm-ffi argument conversion",
-            sites: &[MLA_2_SEQLENS_K, MLA_2_BLOCK_TABLE, MLA_2_IS_INITED],
+            name: "dispatch arguments and their tvm-ffi conversion",
+            sites: &[
+                MLA_2_METADATA_TYPE,
+                MLA_2_METADATA_INDEX,
+                MLA_2_METADATA_KEY,
+                MLA_2_METADATA_TENSOR_0D,
+                MLA_2_METADATA_TENSOR_INDEX,
+                MLA_2_METADATA_SCALAR,
+                MLA_2_SEQLENS_K,
+                MLA_2_BLOCK_TABLE,
+                MLA_2_ARG_TYPE,
+                MLA_2_IS_INITED,
+            ],
             run: mla_arguments,
         },
         Check {
@@ -76,8 +90,8 @@ pub static MLA_BRANCH: Layer<MusaState> = Layer {
             name: "workspace",
             sites: &[MLA_4],
             run: |s| {
-                let none = !s.given(Param::SchedulerMetadata) && s.injection == Injection::Off;
-                fail_if(none)
+                let (workspace, _) = mla_workspace_and_flag(s)?;
+                fail_if(workspace.is_none())
             },
         },
         Check {
@@ -113,32 +127,77 @@ pub static MLA_BRANCH: Layer<MusaState> = Layer {
     ],
 };
 
-/// Whether the MLA metadata kernel runs (`is_inited` False) — `None` until conversion has passed.
-fn mla_is_inited(s: &MusaState) -> Option<bool> {
+/// `scheduler_metadata[0]` and `[1]` (mha_interface.py L942-L943).
+const MLA_METADATA: SubscriptSites = SubscriptSites {
+    not_subscriptable: MLA_2_METADATA_TYPE,
+    sequence_index: MLA_2_METADATA_INDEX,
+    key: MLA_2_METADATA_KEY,
+    zero_dim: MLA_2_METADATA_TENSOR_0D,
+    tensor_index: MLA_2_METADATA_TENSOR_INDEX,
+    scalar_index: MLA_2_METADATA_SCALAR,
+};
+
+/// The workspace and `is_inited` the dispatch receives: `scheduler_metadata[0]`, `[1]` (`None`
+/// gives `(None, False)`), evaluated with the call's other arguments.
+fn mla_workspace_and_flag(s: &MusaState) -> Result<(PyValue, PyValue), Fail> {
     match s.injection {
-        Injection::Mla { is_inited } => Some(is_inited),
-        // A non-MLA backend injected a metadata tensor: `[1]` is a 0-dim tensor.
-        Injection::Recompute { .. } | Injection::Reuse => None,
+        Injection::Mla { is_inited } => Ok((
+            PyValue::tensor(Dtype::Uint8, &[1]),
+            PyValue::Bool(is_inited),
+        )),
+        // A non-MLA backend injected its 1-D metadata tensor: both items are 0-dim tensors.
+        Injection::Recompute { .. } | Injection::Reuse => {
+            let item = PyValue::tensor(Dtype::Int32, &[]);
+            Ok((item.clone(), item))
+        }
         Injection::Off => match s.arg(Param::SchedulerMetadata) {
-            PyValue::None => Some(false),
-            PyValue::Tuple(items) | PyValue::List(items) => match items.get(1) {
-                Some(PyValue::Bool(b)) => Some(*b),
-                _ => None,
-            },
-            _ => None,
+            PyValue::None => Ok((PyValue::None, PyValue::Bool(false))),
+            metadata => Ok((
+                py::subscript(metadata, 0, &MLA_METADATA)?,
+                py::subscript(metadata, 1, &MLA_METADATA)?,
+            )),
         },
     }
 }
 
-/// tvm-ffi converts every argument before the body runs: non-optional tensors, then `bool is_inited`.
+/// `softmax_scale` as the kernels receive it: the caller's value, or mate's default for `None`.
+fn effective_softmax_scale(s: &MusaState) -> PyValue {
+    if s.given(Param::SoftmaxScale) {
+        s.arg(Param::SoftmaxScale).clone()
+    } else {
+        PyValue::Float(s.softmax_scale)
+    }
+}
+
+/// tvm-ffi converts every argument of `dispatch_mla_impl_for_fa_interface` (csrc/mla_pybind.mu
+/// L852-L865) before its body runs, in parameter order; q, qv and the caches are tensors by now and
+/// #10, #11 are the outputs mate allocates.
 fn mla_arguments(s: &mut MusaState) -> Result<(), Fail> {
-    fail_if(s.seqused_k.as_tensor().is_none()).at(MLA_2_SEQLENS_K)?;
-    fail_if(s.tensor(Param::PageTable).is_none()).at(MLA_2_BLOCK_TABLE)?;
-    fail_if(mla_is_inited(s).is_none()).at(MLA_2_IS_INITED)
+    let (workspace, is_inited) = mla_workspace_and_flag(s)?;
+    let softmax_scale = effective_softmax_scale(s);
+    let arguments = [
+        (4, &s.seqused_k, FfiType::Tensor),
+        (5, s.arg(Param::PageTable), FfiType::Tensor),
+        (6, &softmax_scale, FfiType::Float),
+        (7, s.arg(Param::Causal), FfiType::Bool),
+        (8, s.arg(Param::CuSeqlensQ), FfiType::OptionalTensor),
+        (9, s.arg(Param::MaxSeqlenQ), FfiType::OptionalInt),
+        (12, &workspace, FfiType::OptionalTensor),
+        (13, &is_inited, FfiType::Bool),
+    ];
+    match pyvalue::first_unconverted(arguments) {
+        None => Ok(()),
+        Some(4) => Err(Fail::new().at(MLA_2_SEQLENS_K)),
+        Some(5) => Err(Fail::new().at(MLA_2_BLOCK_TABLE)),
+        Some(13) => Err(Fail::new().at(MLA_2_IS_INITED)),
+        Some(i) => Err(Fail::with([i.to_string()]).at(MLA_2_ARG_TYPE)),
+    }
 }
 
 fn mla_metadata(s: &mut MusaState) -> Result<(), Fail> {
-    if mla_is_inited(s) != Some(false) {
+    let (_, is_inited) = mla_workspace_and_flag(s)?;
+    // The metadata kernel runs when `is_inited` (converted to a C++ bool) is false.
+    if pyvalue::index(&is_inited) != Some(0) {
         return Ok(());
     }
     let seqlens = s.seqused_k.as_tensor().expect("converted");
@@ -340,8 +399,10 @@ pub static FMHA_CALL: Layer<MusaState> = Layer {
         sites: &[
             K_6_WINDOW_TYPE,
             K_6_WINDOW_INDEX,
+            K_6_WINDOW_KEY,
             K_6_WINDOW_TENSOR_0D,
             K_6_WINDOW_TENSOR_INDEX,
+            K_6_WINDOW_SCALAR,
         ],
         run: k6_window,
     }],
@@ -481,16 +542,9 @@ pub static KERNEL_CONFIG: Layer<MusaState> = Layer {
     name: "kernel config",
     checks: &[
         Check {
-            name: "lru_cache key",
-            sites: &[C_3],
-            run: |s| {
-                let pack_gqa = s.arg(Param::PackGqa);
-                if pack_gqa.is_hashable() {
-                    Ok(())
-                } else {
-                    Err(Fail::with([pack_gqa.type_name().to_string()]))
-                }
-            },
+            name: "lru_cache key, pack_gqa's truth value",
+            sites: &[C_3, C_3_TENSOR_BOOL],
+            run: c3_pack_gqa,
         },
         Check {
             name: "supported head dims",
@@ -505,8 +559,8 @@ pub static JIT_BUILD: Layer<MusaState> = Layer {
     checks: &[
         Check {
             name: "JIT key",
-            sites: &[J_1_JSON],
-            run: j1_json_key,
+            sites: &[J_1_TENSOR_BOOL, J_1_JSON, J_1_HASH],
+            run: j1_compile_key,
         },
         Check {
             name: "AppendKV needs varlen",
@@ -526,45 +580,110 @@ pub static JIT_BUILD: Layer<MusaState> = Layer {
     ],
 };
 
-/// `json.dumps` of the compile-time dict (fmha_fwd.py L33–L35, called at L837): `is_causal`,
-/// `is_local`, `has_attention_chunk` and `has_softcap` are tensors when tensors reached them.
-fn j1_json_key(s: &mut MusaState) -> Result<(), Fail> {
-    let mask = s.mask.expect("resolved before the JIT build");
-    let tensor_valued = mask.is_causal.tensor
-        || mask.is_local.tensor
-        || s.chunk.kind == NumKind::Tensor
-        || s.tensor(Param::Softcap).is_some();
-    fail_if(tensor_valued)
+/// `_get_fwd_kernel_config` is lru_cached (hashes pack_gqa), then `_get_tile_m` reads
+/// `m * head_ratio if enable_packgqa else m` (fmha_utils.py L129) when pack_gqa is not None.
+fn c3_pack_gqa(s: &mut MusaState) -> Result<(), Fail> {
+    let pack_gqa = s.arg(Param::PackGqa);
+    pyvalue::hash(pack_gqa).map_err(|e| Fail::with(e.args).at(C_3))?;
+    if !pack_gqa.is_none() {
+        py::truth(pack_gqa).at(C_3_TENSOR_BOOL)?;
+    }
+    Ok(())
 }
 
-/// The kernel's typed parameters (fwd_kern.j2 L20–L63): tvm-ffi converts each argument, an `int`
-/// accepts only a Python int (or bool), a `float` also a float. Checked in parameter order (mcc is
-/// clang-based; C++ leaves the order of the conversions open).
+/// A truth value `_resolve_mask` handed on: a bool, or a one-element bool tensor.
+fn truth_value(t: Truth) -> PyValue {
+    if t.tensor {
+        PyValue::tensor(Dtype::Bool, &[])
+    } else {
+        PyValue::Bool(t.value)
+    }
+}
+
+/// `attention_chunk` as the compile-time dict reads it: the fixed-length reset's int 0, else the
+/// caller's value (`None` is 0).
+fn attention_chunk_value(s: &MusaState) -> PyValue {
+    let given = s.arg(Param::AttentionChunk);
+    let reset = s.chunk.value == 0.0 && pyvalue::float(given).is_some_and(|c| c != 0.0);
+    if reset || given.is_none() {
+        PyValue::Int(0)
+    } else {
+        given.clone()
+    }
+}
+
+/// The forward kernel's compile-time dict (fmha_fwd.py L806-L839): building it evaluates
+/// `rotary_interleaved and rotary_cos is not None` (L831), `_fmha_fwd_encode` JSON-dumps it with
+/// sorted keys (L35) and `_load_fmha_fwd_module` hashes its items (L56). Only the entries below can
+/// hold something other than a Python bool or int; they are listed in sorted key order.
+fn j1_compile_key(s: &mut MusaState) -> Result<(), Fail> {
+    let mask = s.mask.expect("resolved before the JIT build");
+    let interleaved = s.arg(Param::RotaryInterleaved);
+    let is_rotary_interleaved = if py::truth(interleaved).at(J_1_TENSOR_BOOL)? {
+        PyValue::Bool(s.given(Param::RotaryCos))
+    } else {
+        interleaved.clone()
+    };
+    let compared = |v: &PyValue, op: Cmp, rhs: PyValue| {
+        pyvalue::compare(v, op, &rhs).expect("policy_and_mask has compared these with numbers")
+    };
+    let is_packgqa = match s.arg(Param::PackGqa) {
+        PyValue::None => PyValue::Bool(s.config.is_some_and(|c| c.pack_gqa)),
+        given => given.clone(),
+    };
+    let entries = [
+        compared(&attention_chunk_value(s), Cmp::Gt, PyValue::Int(0)), // has_attention_chunk
+        compared(s.arg(Param::Softcap), Cmp::Ne, PyValue::Float(0.0)), // has_softcap
+        truth_value(mask.is_causal),
+        truth_value(mask.is_local),
+        is_packgqa,
+        is_rotary_interleaved,
+    ];
+    for value in &entries {
+        pyvalue::json_dumps(value).map_err(|e| Fail::with(e.args).at(J_1_JSON))?;
+    }
+    for value in &entries {
+        pyvalue::hash(value).map_err(|e| Fail::with(e.args).at(J_1_HASH))?;
+    }
+    Ok(())
+}
+
+/// The kernel's typed parameters (fwd_kern.j2 L20–L63) that a caller's value can reach, converted
+/// by tvm-ffi in parameter order (mcc is clang-based; C++ leaves the order of the conversions open).
 fn j3_arguments(s: &mut MusaState) -> Result<(), Fail> {
     let mask = s.mask.expect("resolved before the kernel call");
-    let is_int = |n: PyNum| n.kind == NumKind::Int;
-    let is_number = |v: &PyValue| v.as_number().is_some();
+    let max_seqlen_q = if s.given(Param::CuSeqlensQ) {
+        s.arg(Param::MaxSeqlenQ).clone()
+    } else {
+        PyValue::Int(s.dims.seqlen_q)
+    };
+    let softmax_scale = effective_softmax_scale(s);
+    let (left, right, chunk) = (
+        py_number(mask.window_left),
+        py_number(mask.window_right),
+        py_number(s.chunk),
+    );
+    let num_splits = if s.given(Param::Sinks) {
+        PyValue::Int(-1)
+    } else {
+        s.arg(Param::NumSplits).clone()
+    };
     let arguments = [
-        (
-            11,
-            !s.given(Param::CuSeqlensQ) || s.arg(Param::MaxSeqlenQ).as_int().is_some(),
-        ),
-        (
-            22,
-            is_number(s.arg(Param::SoftmaxScale)) || !s.given(Param::SoftmaxScale),
-        ),
-        (24, is_int(mask.window_left)),
-        (25, is_int(mask.window_right)),
-        (26, is_int(s.chunk)),
-        (27, is_number(s.arg(Param::Softcap))),
-        (28, s.arg(Param::SmMargin).as_int().is_some()),
-        (
-            29,
-            s.given(Param::Sinks) || s.arg(Param::NumSplits).as_int().is_some(),
-        ),
+        (11, &max_seqlen_q, FfiType::Int),
+        (18, s.arg(Param::RotarySeqlens), FfiType::OptionalTensor),
+        (19, s.arg(Param::QDescale), FfiType::OptionalTensor),
+        (20, s.arg(Param::KDescale), FfiType::OptionalTensor),
+        (21, s.arg(Param::VDescale), FfiType::OptionalTensor),
+        (22, &softmax_scale, FfiType::Float),
+        (24, &left, FfiType::Int),
+        (25, &right, FfiType::Int),
+        (26, &chunk, FfiType::Int),
+        (27, s.arg(Param::Softcap), FfiType::Float),
+        (28, s.arg(Param::SmMargin), FfiType::Int),
+        (29, &num_splits, FfiType::Int),
     ];
-    match arguments.iter().find(|(_, converts)| !converts) {
-        Some((index, _)) => Err(Fail::with([index.to_string()])),
+    match pyvalue::first_unconverted(arguments) {
+        Some(index) => Err(Fail::with([index.to_string()])),
         None => Ok(()),
     }
 }
@@ -591,6 +710,11 @@ pub static COMBINE: Layer<MusaState> = Layer {
             name: "max splits",
             sites: &[B_5],
             run: b5_max_splits,
+        },
+        Check {
+            name: "`if return_lse` (after the kernel ran)",
+            sites: &[B_6_TENSOR_BOOL],
+            run: |s| py::truth(s.arg(Param::ReturnSoftmaxLse)).map(|_| ()),
         },
     ],
 };
@@ -627,8 +751,9 @@ fn last_dim(v: &PyValue, attr: &'static Site, index: &'static Site) -> Result<us
 }
 
 fn k3_softmax_scale(s: &mut MusaState) -> Result<(), Fail> {
-    if let Some(scale) = s.arg(Param::SoftmaxScale).as_number() {
-        s.softmax_scale = scale;
+    // `if softmax_scale is None:` — any other value is kept (the kernel's conversion judges it).
+    if s.given(Param::SoftmaxScale) {
+        s.softmax_scale = pyvalue::float(s.arg(Param::SoftmaxScale)).unwrap_or(f64::NAN);
         return Ok(());
     }
     let mut dim = last_dim(s.arg(Param::Q), K_3_ATTR, K_3_INDEX)?;
@@ -737,31 +862,19 @@ fn is_no_window(v: &PyValue) -> bool {
         .is_some_and(|w| w.len() == 2 && w.iter().all(|x| x.eq_int(-1)))
 }
 
-fn k6_window(s: &mut MusaState) -> Result<(), Fail> {
-    s.window_bounds = match s.arg(Param::WindowSize) {
-        PyValue::Tensor(t) => (tensor_item(t, 0)?, tensor_item(t, 1)?),
-        v => window_pair(v, K_6_WINDOW_TYPE, K_6_WINDOW_INDEX)?,
-    };
-    Ok(())
-}
+/// `window_size[0]`, `window_size[1]` in the call of `_fmha_fwd` (mha_interface.py L972-L973).
+const K6_WINDOW: SubscriptSites = SubscriptSites {
+    not_subscriptable: K_6_WINDOW_TYPE,
+    sequence_index: K_6_WINDOW_INDEX,
+    key: K_6_WINDOW_KEY,
+    zero_dim: K_6_WINDOW_TENSOR_0D,
+    tensor_index: K_6_WINDOW_TENSOR_INDEX,
+    scalar_index: K_6_WINDOW_SCALAR,
+};
 
-/// `window_size[i]` on a tensor: a tensor of the remaining dims.
-fn tensor_item(t: &TensorArg, i: usize) -> Result<WindowBound, Fail> {
-    let Some(&rows) = t.shape.first() else {
-        return Err(Fail::new().at(K_6_WINDOW_TENSOR_0D));
-    };
-    if i >= rows {
-        return Err(Fail::with([i.to_string(), rows.to_string()]).at(K_6_WINDOW_TENSOR_INDEX));
-    }
-    let numel = t.shape[1..]
-        .iter()
-        .try_fold(1usize, |acc, &d| acc.checked_mul(d))
-        .unwrap_or(usize::MAX);
-    Ok(tensor_bound(
-        numel,
-        t.values.as_ref(),
-        i.saturating_mul(numel),
-    ))
+fn k6_window(s: &mut MusaState) -> Result<(), Fail> {
+    s.window_bounds = window_pair(s.arg(Param::WindowSize), &K6_WINDOW)?;
+    Ok(())
 }
 
 /// `maybe_contiguous` on q, k, v, then k_new, v_new (F-3); `None` passes through.
@@ -798,7 +911,7 @@ fn f4_f7_sizes(s: &mut MusaState) -> Result<(), Fail> {
         fail_if(!s.given(Param::MaxSeqlenQ)).at(F_5)?;
         let cu = py::tensor(s.arg(Param::CuSeqlensQ), "shape").at(F_5_ATTR)?;
         d.batch_size = py::int(py::shape_at(cu, 0).at(F_5_INDEX)?) - 1;
-        d.seqlen_q = s.arg(Param::MaxSeqlenQ).as_number().unwrap_or(0.0) as i64;
+        d.seqlen_q = pyvalue::float(s.arg(Param::MaxSeqlenQ)).unwrap_or(0.0) as i64;
         d.total_q = py::int(q.shape[0]);
     } else {
         d.batch_size = py::int(q.shape[0]);
@@ -1035,41 +1148,23 @@ fn policy_and_mask(s: &mut MusaState) -> Result<(), Fail> {
         s.num_splits = -1;
         s.has_metadata = false;
     }
-    let chunk = match s.arg(Param::AttentionChunk) {
-        PyValue::None => PyNum::int(0),
-        PyValue::Float(c) => PyNum {
-            value: *c,
-            kind: NumKind::Float,
-        },
-        // `if attention_chunk > 0` needs the truth value of a one-element tensor.
-        PyValue::Tensor(t) => {
-            let numel = t.numel().unwrap_or(usize::MAX);
-            match tensor_bound(numel, t.values.as_ref(), 0) {
-                WindowBound::Num(n) => n,
-                _ => {
-                    return Err(Fail::with([ambiguous_values(numel)]).at(F_MASK_TENSOR_BOOL));
-                }
-            }
+    // `if attention_chunk > 0` compares it as a number (a one-element tensor included).
+    let chunk = match window_bound(s.arg(Param::AttentionChunk)) {
+        WindowBound::None => PyNum::int(0),
+        WindowBound::Num(n) => n,
+        WindowBound::AmbiguousTensor(numel) => {
+            return Err(Fail::with([ambiguous_values(numel)]).at(F_MASK_TENSOR_BOOL));
         }
-        v => match v.as_int() {
-            Some(c) => PyNum::int(c),
-            None => {
-                return Err(Fail::with([v.type_name().to_string()]).at(F_MASK_CHUNK_TYPE));
-            }
-        },
+        WindowBound::Other(ty) => return Err(Fail::with([ty]).at(F_MASK_CHUNK_TYPE)),
     };
-    let max_seqlen_q = s.arg(Param::MaxSeqlenQ);
     // Without cu_seqlens_q, seqlen_q is q.shape[1]; with it, the caller's max_seqlen_q.
     let seqlen_q = if s.given(Param::CuSeqlensQ) {
-        max_seqlen_q
-            .as_number()
-            .map(|_| ())
-            .ok_or(max_seqlen_q.type_name())
+        seqlen_operand(s.arg(Param::MaxSeqlenQ))
     } else {
         Ok(())
     };
     let (left, right) = &s.window_bounds;
-    mask_operands(left, right, Ok(()), seqlen_q).map_err(|e| match e {
+    mask_operands(left, right, Ok(()), seqlen_q.clone()).map_err(|e| match e {
         MaskOperandError::Seqlen(ty) => Fail::with([ty]).at(F_MASK_SEQLEN_TYPE),
         MaskOperandError::Window(ty) => Fail::with([ty]).at(F_MASK_WINDOW_TYPE),
         MaskOperandError::AmbiguousTensor(n) => {
@@ -1094,7 +1189,11 @@ fn policy_and_mask(s: &mut MusaState) -> Result<(), Fail> {
         && s.seqused_k.is_none();
     s.chunk = python::reset_chunk(chunk, fixed, d.seqlen_q, d.seqlen_k);
     s.attention_chunk = s.chunk.value as i64;
-    let causal = s.arg(Param::Causal).truthy().unwrap_or(true);
+    let causal = py::truth(s.arg(Param::Causal)).at(F_MASK_TENSOR_BOOL)?;
+    // L68: `seqlen_q - 1` replaces a negative (or None-defaulted) right window.
+    if let Err(MaskOperandError::Seqlen(ty)) = seqlen_q {
+        return Err(Fail::with([ty]).at(F_MASK_SEQLEN_TYPE));
+    }
     s.mask = Some(python::resolve_mask(
         d.seqlen_q, d.seqlen_k, causal, left, right, s.chunk,
     ));

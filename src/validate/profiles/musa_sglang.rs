@@ -2,12 +2,14 @@
 //! the metadata chain M it runs when it recomputes (§5.2).
 
 use super::musa::{Injection, MusaState, fail_if, is_musa};
-use crate::call::{Dtype, Param, PyValue, SglangBackend, TensorValues, python_int_from_str};
+use crate::call::python::{self, Arith, Cmp, FfiType};
+use crate::call::{
+    Dtype, NumpyValue, Param, PyValue, SglangBackend, TensorArg, python_int_from_str,
+};
 use crate::mate;
 use crate::mate::python::{NumKind, PyNum};
 use crate::validate::engine::{At, Check, Fail, HazardLog, Layer};
-use crate::validate::py;
-use crate::validate::registry::Site;
+use crate::validate::py::{self, SubscriptSites};
 use crate::validate::registry::musa::*;
 
 pub static WRAPPER: Layer<MusaState> = Layer {
@@ -15,7 +17,7 @@ pub static WRAPPER: Layer<MusaState> = Layer {
     checks: &[
         Check {
             name: "ver gate",
-            sites: &[W_1],
+            sites: &[W_1_TENSOR_BOOL, W_1],
             run: ver_gate,
         },
         Check {
@@ -53,7 +55,14 @@ pub static METADATA_CHAIN: Layer<MusaState> = Layer {
         },
         Check {
             name: "window_size[0], window_size[1]",
-            sites: &[G_1_WINDOW_TYPE, G_1_WINDOW_INDEX],
+            sites: &[
+                G_1_WINDOW_TYPE,
+                G_1_WINDOW_INDEX,
+                G_1_WINDOW_KEY,
+                G_1_WINDOW_TENSOR_0D,
+                G_1_WINDOW_TENSOR_INDEX,
+                G_1_WINDOW_SCALAR,
+            ],
             run: g1_window,
         },
         Check {
@@ -96,11 +105,19 @@ pub static METADATA_CHAIN: Layer<MusaState> = Layer {
             sites: &[G_13],
             run: g13_kernel_config,
         },
+        Check {
+            name: "metadata kernel arguments (tvm-ffi)",
+            sites: &[G_14_ARG_TYPE],
+            run: g14_arguments,
+        },
     ],
 };
 
+/// `if ver != 3:` (a tensor compares elementwise; the `if` needs its one element).
 fn ver_gate(s: &mut MusaState) -> Result<(), Fail> {
-    fail_if(!s.arg(Param::Ver).eq_int(3))
+    let differs = python::compare(s.arg(Param::Ver), Cmp::Ne, &PyValue::Int(3))
+        .expect("`!=` compares any two values");
+    fail_if(py::truth(&differs).at(W_1_TENSOR_BOOL)?).at(W_1)
 }
 
 /// What the wrapper and mate's FA3 wrapper accept and silently drop or rename (§2.1, §2.2).
@@ -266,7 +283,16 @@ pub(super) fn window_bound(v: &PyValue) -> WindowBound {
             value: *f,
             kind: NumKind::Float,
         }),
-        PyValue::Tensor(t) => tensor_bound(t.numel().unwrap_or(usize::MAX), t.values.as_ref(), 0),
+        PyValue::Tensor(t) => tensor_bound(t),
+        // A NumPy scalar compares as its value; the kernel's `int` takes only a NumPy integer.
+        PyValue::Numpy(n) => WindowBound::Num(PyNum {
+            value: n.as_f64(),
+            kind: if matches!(n.value, NumpyValue::Int(_)) {
+                NumKind::Int
+            } else {
+                NumKind::Float
+            },
+        }),
         other => other.as_int().map_or_else(
             || WindowBound::Other(other.type_name().to_string()),
             |i| WindowBound::Num(PyNum::int(i)),
@@ -274,42 +300,44 @@ pub(super) fn window_bound(v: &PyValue) -> WindowBound {
     }
 }
 
-/// A tensor of `numel` elements whose values (if the spec gives them) start at `offset` of `values`.
-/// A tensor without values compares as 0.
-pub(super) fn tensor_bound(
-    numel: usize,
-    values: Option<&TensorValues>,
-    offset: usize,
-) -> WindowBound {
-    if numel != 1 {
-        return WindowBound::AmbiguousTensor(numel);
+/// A tensor compares like the number of its one element (0 when the spec gives no values).
+fn tensor_bound(t: &TensorArg) -> WindowBound {
+    match t.numel() {
+        Some(1) => WindowBound::Num(PyNum {
+            value: python::float(&PyValue::Tensor(t.clone())).unwrap_or(0.0),
+            kind: NumKind::Tensor,
+        }),
+        numel => WindowBound::AmbiguousTensor(numel.unwrap_or(usize::MAX)),
     }
-    let value = values
-        .and_then(|v| v.to_f64().get(offset).copied())
-        .unwrap_or(0.0);
-    WindowBound::Num(PyNum {
-        value,
-        kind: NumKind::Tensor,
-    })
 }
 
-/// `window_size` after mate's `None` default, subscripted as `[0]`, `[1]`.
+/// `window_size` after mate's `None` default, subscripted as `[0]`, `[1]` (both evaluated before
+/// the call that takes them).
 pub(super) fn window_pair(
     v: &PyValue,
-    type_site: &'static Site,
-    index_site: &'static Site,
+    sites: &SubscriptSites,
 ) -> Result<(WindowBound, WindowBound), Fail> {
     if v.is_none() {
         let default = WindowBound::Num(PyNum::int(-1));
         return Ok((default.clone(), default));
     }
-    let left = window_bound(&*py::item(v, 0, type_site, index_site)?);
-    let right = window_bound(&*py::item(v, 1, type_site, index_site)?);
+    let left = window_bound(&py::subscript(v, 0, sites)?);
+    let right = window_bound(&py::subscript(v, 1, sites)?);
     Ok((left, right))
 }
 
+/// `window_size[0]`, `window_size[1]` in `get_scheduler_metadata` (mha_interface.py L1039-L1040).
+const G1_WINDOW: SubscriptSites = SubscriptSites {
+    not_subscriptable: G_1_WINDOW_TYPE,
+    sequence_index: G_1_WINDOW_INDEX,
+    key: G_1_WINDOW_KEY,
+    zero_dim: G_1_WINDOW_TENSOR_0D,
+    tensor_index: G_1_WINDOW_TENSOR_INDEX,
+    scalar_index: G_1_WINDOW_SCALAR,
+};
+
 fn g1_window(s: &mut MusaState) -> Result<(), Fail> {
-    window_pair(s.arg(Param::WindowSize), G_1_WINDOW_TYPE, G_1_WINDOW_INDEX).map(|_| ())
+    window_pair(s.arg(Param::WindowSize), &G1_WINDOW).map(|_| ())
 }
 
 fn g6_seqused_k_shape(s: &mut MusaState) -> Result<(), Fail> {
@@ -355,24 +383,47 @@ fn g10_heads(s: &mut MusaState) -> Result<(), Fail> {
     fail_if(hq.rem_euclid(hk) != 0).at(G_10)
 }
 
+/// `_resolve_mask(max_seqlen_q, backend max_seqlen_k, causal, ...)` of the metadata kernel: the
+/// window comparisons (L51, L53), `if is_causal` (L56), then `seqlen_k - 1` (L66), which a `None`
+/// `max_seqlen_k` fails even without a window, and `seqlen_q - 1` (L68).
 fn g11_resolve_mask(s: &mut MusaState) -> Result<(), Fail> {
-    let (left, right) = window_pair(s.arg(Param::WindowSize), G_1_WINDOW_TYPE, G_1_WINDOW_INDEX)?;
-    let max_seqlen_k = backend(s).max_seqlen_k.map(|_| ());
-    let max_seqlen_q = s.arg(Param::MaxSeqlenQ);
-    let seqlen_q = max_seqlen_q.as_number().map(|_| ());
-    mask_operands(
-        &left,
-        &right,
-        max_seqlen_k.ok_or("NoneType"),
-        seqlen_q.ok_or(max_seqlen_q.type_name()),
-    )
-    .map_err(|e| match e {
+    let (left, right) = window_pair(s.arg(Param::WindowSize), &G1_WINDOW)?;
+    let max_seqlen_k = match backend(s).max_seqlen_k {
+        Some(_) => Ok(()),
+        None => Err(MaskOperandError::Seqlen("NoneType".to_string())),
+    };
+    let fail = |e: MaskOperandError| match e {
         MaskOperandError::Seqlen(ty) => Fail::with([ty]).at(G_11),
         MaskOperandError::Window(ty) => Fail::with([ty]).at(G_11_WINDOW_TYPE),
         MaskOperandError::AmbiguousTensor(n) => {
             Fail::with([ambiguous_values(n)]).at(G_11_TENSOR_BOOL)
         }
-    })
+    };
+    mask_operands(
+        &left,
+        &right,
+        max_seqlen_k.clone(),
+        seqlen_operand(s.arg(Param::MaxSeqlenQ)),
+    )
+    .map_err(fail)?;
+    py::truth(s.arg(Param::Causal)).at(G_11_TENSOR_BOOL)?;
+    max_seqlen_k.map_err(fail)?;
+    match seqlen_operand(s.arg(Param::MaxSeqlenQ)) {
+        Err(e @ MaskOperandError::Seqlen(_)) => Err(fail(e)),
+        _ => Ok(()),
+    }
+}
+
+/// What `seqlen - 1` and the comparison with it raise for a `seqlen` that is not a Python number:
+/// `TypeError` for a non-number, the ambiguous truth value for a tensor of other than one element.
+pub(super) fn seqlen_operand(seqlen: &PyValue) -> Result<(), MaskOperandError> {
+    match python::arith(seqlen, Arith::Sub, &PyValue::Int(1)) {
+        Err(_) => Err(MaskOperandError::Seqlen(seqlen.type_name().to_string())),
+        Ok(PyValue::Tensor(t)) if t.numel() != Some(1) => Err(MaskOperandError::AmbiguousTensor(
+            t.numel().unwrap_or(usize::MAX),
+        )),
+        Ok(_) => Ok(()),
+    }
 }
 
 /// Why `_resolve_mask` raises on a window bound.
@@ -387,17 +438,18 @@ pub(super) enum MaskOperandError {
 }
 
 /// The errors of `_resolve_mask`'s first two steps, in evaluation order: for each bound that is not
-/// `None`, `seqlen - 1`, then `bound >= ...`, then the `if` on its result.
+/// `None`, `seqlen - 1` and the comparison with it ([`seqlen_operand`]), then `bound >= ...`, then
+/// the `if` on its result.
 pub(super) fn mask_operands(
     left: &WindowBound,
     right: &WindowBound,
-    seqlen_k: Result<(), &str>,
-    seqlen_q: Result<(), &str>,
+    seqlen_k: Result<(), MaskOperandError>,
+    seqlen_q: Result<(), MaskOperandError>,
 ) -> Result<(), MaskOperandError> {
     for (bound, seqlen) in [(left, seqlen_k), (right, seqlen_q)] {
         match bound {
             WindowBound::None => continue,
-            _ => seqlen.map_err(|ty| MaskOperandError::Seqlen(ty.to_string()))?,
+            _ => seqlen?,
         }
         match bound {
             WindowBound::Other(ty) => return Err(MaskOperandError::Window(ty.clone())),
@@ -430,6 +482,48 @@ fn g13_kernel_config(s: &mut MusaState) -> Result<(), Fail> {
     )
     .map(|_| ())
     .map_err(|e| Fail::with([e.head_dim.to_string(), e.head_dim_v.to_string()]))
+}
+
+/// A number `_resolve_mask` or the chunk reset left, as a kernel call receives it.
+pub(super) fn py_number(n: PyNum) -> PyValue {
+    match n.kind {
+        NumKind::Int => PyValue::Int(n.value as i64),
+        NumKind::Float => PyValue::Float(n.value),
+        NumKind::Tensor => PyValue::tensor(Dtype::Float32, &[]),
+    }
+}
+
+/// tvm-ffi converts the metadata kernel's arguments (fmha_get_metadata.py L398, parameters in
+/// fmha_get_metadata.j2 L16-L41) in parameter order; those a caller's value reaches are
+/// `max_seqlen_q` (#5), `cu_seqlens_k_new` (#12), the resolved window (#13, #14) and `num_splits`
+/// (#20). The others are the layer's ints, tensors checked above and mate's own values.
+fn g14_arguments(s: &mut MusaState) -> Result<(), Fail> {
+    let (left, right) = window_pair(s.arg(Param::WindowSize), &G1_WINDOW)?;
+    let number = |b: &WindowBound| match b {
+        WindowBound::Num(n) => Some(*n),
+        _ => None,
+    };
+    let max_seqlen_q = s.arg(Param::MaxSeqlenQ);
+    let mask = mate::python::resolve_mask(
+        python::float(max_seqlen_q).unwrap_or(0.0) as i64,
+        backend(s).max_seqlen_k.unwrap_or(0),
+        python::truth(s.arg(Param::Causal)).unwrap_or(false),
+        number(&left),
+        number(&right),
+        PyNum::int(0),
+    );
+    let (left, right) = (py_number(mask.window_left), py_number(mask.window_right));
+    let arguments = [
+        (5, max_seqlen_q, FfiType::Int),
+        (12, s.arg(Param::CuSeqlensKNew), FfiType::OptionalTensor),
+        (13, &left, FfiType::Int),
+        (14, &right, FfiType::Int),
+        (20, s.arg(Param::NumSplits), FfiType::Int),
+    ];
+    match python::first_unconverted(arguments) {
+        Some(index) => Err(Fail::with([index.to_string()])),
+        None => Ok(()),
+    }
 }
 
 fn to_dim(d: i64) -> usize {

@@ -55,6 +55,10 @@ const ADD_CONFIG: &str = "Add config for headdim {}-{}";
 const ON_MUSA: &str = "inputs must be on MUSA device";
 /// torch's `bool()` of a tensor that does not hold exactly one element.
 const TENSOR_BOOL: &str = "Boolean value of Tensor with {} is ambiguous";
+const ZERO_DIM_INDEX: &str = "invalid index of a 0-dim tensor. Use `tensor.item()` in Python or `tensor.item<T>()` in C++ to convert a 0-dim tensor to a number";
+const TENSOR_INDEX: &str = "index {} is out of bounds for dimension {} with size {}";
+const SCALAR_INDEX: &str = "invalid index to scalar variable.";
+const FFI_ARG: &str = "Mismatched type on argument #{}";
 
 sites! { "musa.", SITES:
     // ---- SGLang wrapper ------------------------------------------------------------------------
@@ -79,6 +83,15 @@ sites! { "musa.", SITES:
         "Causes: code ported from sgl-kernel passes ver=2 (FA2-style) or ver=4 (FA4); sgl-kernel accepted any \
          ver != 4 silently as FA3. Fixes: pass ver=3 or omit it; for FA2 behaviour use the non-FA3 MUSA \
          attention path instead of this wrapper; audit ported code for a hard-coded ver=2."
+    ),
+    W_1_TENSOR_BOOL = site!(
+        "musa.W-1.tensor-bool",
+        WRAPPER,
+        RuntimeError,
+        TENSOR_BOOL,
+        sgl!("L159"),
+        "`ver` is a tensor of other than one element: `if ver != 3` needs the truth value of the elementwise comparison",
+        "Fix: pass ver=3 (a Python int) or omit it."
     ),
     W_2_K_CACHE_ATTR = site!(
         "musa.W-2.k_cache.attr",
@@ -181,6 +194,42 @@ sites! { "musa.", SITES:
         SEQ_INDEX,
         mha!("L1039-L1040"),
         "injection recomputes and `window_size` has fewer than 2 elements",
+        "Fix: window_size is a pair (left, right)."
+    ),
+    G_1_WINDOW_KEY = site!(
+        "musa.G-1.window-key",
+        METADATA,
+        KeyError,
+        "{}",
+        mha!("L1039-L1040"),
+        "injection recomputes and `window_size` is a dict without the key 0 or 1",
+        "Fix: window_size is a pair (left, right), not a dict."
+    ),
+    G_1_WINDOW_TENSOR_0D = site!(
+        "musa.G-1.window-tensor-0d",
+        METADATA,
+        IndexError,
+        ZERO_DIM_INDEX,
+        mha!("L1039-L1040"),
+        "injection recomputes and `window_size` is a 0-dim tensor (`window_size[0]`)",
+        "Fix: window_size is a pair of ints (left, right), not a tensor."
+    ),
+    G_1_WINDOW_TENSOR_INDEX = site!(
+        "musa.G-1.window-tensor-index",
+        METADATA,
+        IndexError,
+        TENSOR_INDEX,
+        mha!("L1039-L1040"),
+        "injection recomputes and `window_size` is a tensor with fewer than 2 rows (`window_size[1]`)",
+        "Fix: window_size is a pair of ints (left, right), not a tensor."
+    ),
+    G_1_WINDOW_SCALAR = site!(
+        "musa.G-1.window-scalar",
+        METADATA,
+        IndexError,
+        SCALAR_INDEX,
+        mha!("L1039-L1040"),
+        "injection recomputes and `window_size` is a NumPy scalar (`window_size[0]`)",
         "Fix: window_size is a pair (left, right)."
     ),
     G_2 = site!(
@@ -294,6 +343,19 @@ sites! { "musa.", SITES:
         "injection recomputes and the backend layer's (qk_head_dim, v_head_dim), rounded, is not a supported pair",
         "The dims come from the backend's current layer (e.g. 64-128). Supported rounded pairs: 64-64, 128-128, \
          192-128, 192-192, 256-256, 384-384, 512-512."
+    ),
+    G_14_ARG_TYPE = site!(
+        "musa.G-14.arg-type",
+        METADATA,
+        TypeError,
+        prefix FFI_ARG,
+        meta!("L398-L423"),
+        "injection recomputes and tvm-ffi cannot convert an argument of the metadata kernel \
+         (csrc/templates/attention/fmha/fmha_get_metadata.j2 L16-L41), in parameter order: #5 max_seqlen_q, \
+         #13/#14 the window _resolve_mask left (a float or tensor window survives it), #20 num_splits need an int \
+         (Python or NumPy), #12 cu_seqlens_k_new a tensor or None; the message continues with the signature, not \
+         modelled",
+        "Fix: max_seqlen_q, window_size and num_splits are Python ints."
     ),
     // ---- mate.mha_interface ----------------------------------------------------------------------
     K_1_ATTR = site!(
@@ -428,7 +490,7 @@ sites! { "musa.", SITES:
         "musa.K-6.window-tensor-0d",
         MHA,
         IndexError,
-        "invalid index of a 0-dim tensor. Use `tensor.item()` in Python or `tensor.item<T>()` in C++ to convert a 0-dim tensor to a number",
+        ZERO_DIM_INDEX,
         mha!("L972-L973"),
         "`window_size` is a 0-dim tensor (`window_size[0]`; torch/csrc/autograd/python_variable_indexing.cpp)",
         "Fix: window_size is a pair of ints (left, right), not a tensor."
@@ -437,10 +499,28 @@ sites! { "musa.", SITES:
         "musa.K-6.window-tensor-index",
         MHA,
         IndexError,
-        "index {} is out of bounds for dimension 0 with size {}",
+        TENSOR_INDEX,
         mha!("L972-L973"),
         "`window_size` is a tensor with fewer than 2 rows (`window_size[1]`; aten select)",
         "Fix: window_size is a pair of ints (left, right), not a tensor."
+    ),
+    K_6_WINDOW_KEY = site!(
+        "musa.K-6.window-key",
+        MHA,
+        KeyError,
+        "{}",
+        mha!("L972-L973"),
+        "`window_size` is a dict without the key 0 or 1 (`window_size[0]`, `window_size[1]`)",
+        "Fix: window_size is a pair (left, right), not a dict."
+    ),
+    K_6_WINDOW_SCALAR = site!(
+        "musa.K-6.window-scalar",
+        MHA,
+        IndexError,
+        SCALAR_INDEX,
+        mha!("L972-L973"),
+        "`window_size` is a NumPy scalar (`window_size[0]`)",
+        "Fix: window_size is a pair (left, right)."
     ),
     // ---- MLA branch ----------------------------------------------------------------------------
     MLA_1_INDEX = site!(
@@ -451,6 +531,61 @@ sites! { "musa.", SITES:
         mha!("L924"),
         "MLA-shaped call (qv last dim 512, q last dim 64) with a 1-D qv (`qv.shape[-2]`)",
         "Fix: qv is (batch, seqlen, heads, 512) or (total_q, heads, 512)."
+    ),
+    MLA_2_METADATA_TYPE = site!(
+        "musa.MLA-2.metadata-type",
+        MLA,
+        TypeError,
+        SUBSCRIPT,
+        mha!("L942-L943"),
+        "MLA-shaped call whose scheduler_metadata is not None and not subscriptable (`scheduler_metadata[0]`, \
+         evaluated before the dispatch converts its arguments)",
+        "Fix: for MLA pass scheduler_metadata=(workspace uint8 tensor, is_inited bool), or None under SGLang injection."
+    ),
+    MLA_2_METADATA_INDEX = site!(
+        "musa.MLA-2.metadata-index",
+        MLA,
+        IndexError,
+        SEQ_INDEX,
+        mha!("L942-L943"),
+        "MLA-shaped call whose scheduler_metadata is a tuple, list or str of fewer than 2 items",
+        "Fix: for MLA pass scheduler_metadata=(workspace uint8 tensor, is_inited bool)."
+    ),
+    MLA_2_METADATA_KEY = site!(
+        "musa.MLA-2.metadata-key",
+        MLA,
+        KeyError,
+        "{}",
+        mha!("L942-L943"),
+        "MLA-shaped call whose scheduler_metadata is a dict without the key 0 or 1",
+        "Fix: for MLA pass scheduler_metadata=(workspace uint8 tensor, is_inited bool), not a dict."
+    ),
+    MLA_2_METADATA_TENSOR_0D = site!(
+        "musa.MLA-2.metadata-tensor-0d",
+        MLA,
+        IndexError,
+        ZERO_DIM_INDEX,
+        mha!("L942"),
+        "MLA-shaped call whose scheduler_metadata is a 0-dim tensor (`scheduler_metadata[0]`)",
+        "Fix: for MLA pass scheduler_metadata=(workspace uint8 tensor, is_inited bool)."
+    ),
+    MLA_2_METADATA_TENSOR_INDEX = site!(
+        "musa.MLA-2.metadata-tensor-index",
+        MLA,
+        IndexError,
+        TENSOR_INDEX,
+        mha!("L943"),
+        "MLA-shaped call whose scheduler_metadata is a tensor with one row (`scheduler_metadata[1]`)",
+        "Fix: for MLA pass scheduler_metadata=(workspace uint8 tensor, is_inited bool)."
+    ),
+    MLA_2_METADATA_SCALAR = site!(
+        "musa.MLA-2.metadata-scalar",
+        MLA,
+        IndexError,
+        SCALAR_INDEX,
+        mha!("L942"),
+        "MLA-shaped call whose scheduler_metadata is a NumPy scalar (`scheduler_metadata[0]`)",
+        "Fix: for MLA pass scheduler_metadata=(workspace uint8 tensor, is_inited bool)."
     ),
     MLA_2_SEQLENS_K = site!(
         "musa.MLA-2.seqlens_k",
@@ -491,6 +626,19 @@ sites! { "musa.", SITES:
          is passed for the C++ `bool is_inited` (tvm-ffi argument conversion; message continues with the signature, \
          not modelled; UNVERIFIED, not executed)",
         "Fix: for MLA pass scheduler_metadata=(workspace uint8 tensor, is_inited bool), or None under SGLang injection."
+    ),
+    MLA_2_ARG_TYPE = site!(
+        "musa.MLA-2.arg-type",
+        MLA,
+        TypeError,
+        prefix FFI_ARG,
+        mha!("L929-L944"),
+        "MLA-shaped call where tvm-ffi cannot convert an argument of dispatch_mla_impl_for_fa_interface \
+         (csrc/mla_pybind.mu L852-L865), in parameter order: #6 softmax_scale (double: a number, not a NumPy bool \
+         or a tensor), #7 causal (bool: an int or bool), #8 cu_seqlens_q (Optional tensor), #9 max_seqlen_q \
+         (Optional int), #12 the workspace `scheduler_metadata[0]` (Optional tensor); the message continues with \
+         the signature, not modelled",
+        "Fix: softmax_scale a float, causal a bool, cu_seqlens_q a tensor, max_seqlen_q an int."
     ),
     MLA_4 = site!(
         "musa.MLA-4",
@@ -1259,6 +1407,15 @@ sites! { "musa.", SITES:
         "pack_gqa is unhashable (e.g. a list): _get_fwd_kernel_config is lru_cached",
         "Fix: pack_gqa is None, True or False."
     ),
+    C_3_TENSOR_BOOL = site!(
+        "musa.C-3.tensor-bool",
+        CONFIG,
+        RuntimeError,
+        TENSOR_BOOL,
+        mate!("mate/jit/attention/fmha/fmha_utils.py", "L129"),
+        "pack_gqa is a tensor of other than one element: `m * head_ratio if enable_packgqa else m` (_get_tile_m)",
+        "Fix: pack_gqa is None, True or False."
+    ),
     C_2 = site!(
         "musa.C-2",
         CONFIG,
@@ -1272,12 +1429,36 @@ sites! { "musa.", SITES:
         "musa.J-1.json",
         JIT,
         TypeError,
-        "Object of type Tensor is not JSON serializable",
+        "Object of type {} is not JSON serializable",
         fwd!("L33-L35"),
-        "a tensor reached the kernel's compile-time dict: `json.dumps` of `is_causal`/`is_local` (a one-element tensor \
-         window handed on by `and`/`or` in _resolve_mask), `has_attention_chunk` (a tensor attention_chunk) or \
-         `has_softcap` (a tensor softcap), in _fmha_fwd_encode at fmha_fwd.py L837",
-        "Fix: window_size, attention_chunk and softcap are Python numbers, not tensors."
+        "a value JSON cannot write reached the kernel's compile-time dict (`json.dumps(config, sort_keys=True)` in \
+         _fmha_fwd_encode, called at fmha_fwd.py L837; the first such key in sorted order is named): \
+         `has_attention_chunk` (`attention_chunk > 0` on a tensor or NumPy scalar: a tensor or `numpy.bool`, named \
+         `bool`), `has_softcap` (`softcap != 0.0`, likewise), `is_causal`/`is_local` (a one-element tensor window \
+         handed on by `and`/`or` in _resolve_mask), `is_packgqa` (pack_gqa itself when not None: a function, a \
+         tensor, a NumPy scalar) or `is_rotary_interleaved` (a falsy rotary_interleaved itself)",
+        "Fix: window_size, attention_chunk and softcap are Python numbers, pack_gqa and rotary_interleaved bools."
+    ),
+    J_1_HASH = site!(
+        "musa.J-1.hash",
+        JIT,
+        TypeError,
+        "unhashable type: '{}'",
+        fwd!("L53-L56"),
+        "the compile-time dict holds an unhashable value: `is_rotary_interleaved` is `rotary_interleaved and \
+         rotary_cos is not None`, which is rotary_interleaved itself when it is falsy (an empty dict or list); \
+         `_load_fmha_fwd_module` is functools.cached on the dict's items",
+        "Fix: rotary_interleaved is a bool."
+    ),
+    J_1_TENSOR_BOOL = site!(
+        "musa.J-1.tensor-bool",
+        JIT,
+        RuntimeError,
+        TENSOR_BOOL,
+        fwd!("L831"),
+        "rotary_interleaved is a tensor of other than one element: `is_rotary_interleaved and rotary_cos is not None` \
+         in the compile-time dict",
+        "Fix: rotary_interleaved is a bool."
     ),
     J_1 = site!(
         "musa.J-1",
@@ -1297,10 +1478,13 @@ sites! { "musa.", SITES:
         fwd!("L843-L885"),
         "the forward kernel's typed parameters (csrc/templates/attention/fmha/fwd_kern.j2 L20-L63) reject a value: \
          #11 max_seqlen_q (with cu_seqlens_q), #24/#25 the resolved window, #26 attention_chunk, #28 sm_margin, \
-         #29 num_splits need a Python int (a float or tensor survives _resolve_mask unchanged unless replaced); \
-         #22 softmax_scale, #27 softcap need a number (tvm-ffi argument conversion; the message continues with \
-         the signature and the expected/actual types, not modelled; conversions checked in parameter order)",
-        "Fix: pass Python ints for window_size, attention_chunk, max_seqlen_q, sm_margin and num_splits."
+         #29 num_splits need an int (Python or NumPy; a float or tensor survives _resolve_mask unchanged unless \
+         replaced); #22 softmax_scale, #27 softcap need a number (not a NumPy bool); #18 rotary_seqlens (without \
+         rotary_cos nothing reads it before) and #19-#21 q/k/v_descale need a tensor or None (tvm-ffi argument \
+         conversion; the message continues with the signature and the expected/actual types, not modelled; \
+         conversions checked in parameter order)",
+        "Fix: pass Python ints for window_size, attention_chunk, max_seqlen_q, sm_margin and num_splits, and \
+         tensors (or None) for rotary_seqlens and the descales."
     ),
     // ---- combine -------------------------------------------------------------------------------
     B_2 = site!(
@@ -1338,6 +1522,16 @@ sites! { "musa.", SITES:
         mate!("mate/jit/attention/fmha/fmha_combine.py", "L61-L70"),
         "scheduler_metadata present (no sinks) and num_splits > 128; raised after the forward kernel ran",
         "Appended k/v are already written into the cache when this fires. Fix: num_splits <= 128 (0 = heuristic)."
+    ),
+    B_6_TENSOR_BOOL = site!(
+        "musa.B-6.tensor-bool",
+        COMBINE,
+        RuntimeError,
+        TENSOR_BOOL,
+        fwd!("L901"),
+        "return_softmax_lse is a tensor of other than one element: `... if return_lse else ...`, after the kernel \
+         and the combine ran",
+        "Appended k/v are already written into the cache when this fires. Fix: return_softmax_lse is a bool."
     ),
 }
 
