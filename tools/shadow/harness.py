@@ -94,6 +94,13 @@ def special_float(value) -> float:
     return float(value)
 
 
+def numpy_scalar(dtype: str, value):
+    """`{"numpy": {"dtype", "value"}}`: the NumPy scalar of that type (`np.bool_` for "bool")."""
+    np = __import__("numpy")
+    scalar_type = np.bool_ if dtype == "bool" else np.dtype(dtype).type
+    return scalar_type(special_float(value) if np.dtype(scalar_type).kind == "f" else value)
+
+
 def rebuild(value, make_tensor):
     if isinstance(value, list):
         return tuple(rebuild(v, make_tensor) for v in value)
@@ -107,6 +114,10 @@ def rebuild(value, make_tensor):
             return special_float(inner)
         if tag == "object":
             return stand_in_object("function" if inner == "callable" else inner)
+        if tag == "dict":
+            return {rebuild(k, make_tensor): rebuild(v, make_tensor) for k, v in inner}
+        if tag == "numpy":
+            return numpy_scalar(inner["dtype"], inner["value"])
         raise ValueError(f"unknown wrapper {tag!r}")
     return value
 
@@ -320,7 +331,28 @@ class _CachedSentinel:
         raise CachedMetadataReused("[]")
 
 
+def _upstream_caches():
+    """Every `functools.lru_cache`/`cache` of mate's and SGLang's loaded modules."""
+    caches = []
+    for name, module in list(sys.modules.items()):
+        if not name.startswith(("mate", "sglang", "flash_attn_interface")):
+            continue
+        for value in list(vars(module).values()):
+            if callable(getattr(value, "cache_clear", None)) and hasattr(value, "cache_info"):
+                caches.append(value)
+    return caches
+
+
+def clear_upstream_caches() -> None:
+    """Each call runs as in a fresh process: an lru_cache keeps what an earlier call computed and
+    answers a later, equal-hashing key with it (`_get_fwd_kernel_config(..., np.int64(1))` would
+    return the `enable_packgqa` of an earlier call with `True`)."""
+    for cached in _upstream_caches():
+        cached.cache_clear()
+
+
 def prepare_context(context) -> None:
+    clear_upstream_caches()
     WRAPPER._MATE_NO_MLA_SCHEDULER_METADATA_DICT.clear()
     runtime_context.reset_context()
     for var in ("SGLANG_MUSA_FA3_FORCE_UPDATE_METADATA", "SGLANG_PP_LAYER_PARTITION"):

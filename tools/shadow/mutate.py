@@ -44,6 +44,11 @@ MENU = [
     ("t2_i32", t([2], "int32", values=[0, 1])), ("t1_i64", t([1], "int64", values=[1])),
     ("t2_cpu", t([2], "int32", device="cpu", values=[0, 1])), ("t2_cuda", t([2], "int32", device="cuda", values=[0, 1])),
     ("t4_bf16", t([4], "bfloat16")), ("t2_strided", t([2], "int32", stride=[2], values=[0, 1])),
+    ("np_i64", {"numpy": {"dtype": "int64", "value": 3}}), ("np_i32_0", {"numpy": {"dtype": "int32", "value": 0}}),
+    ("np_f32", {"numpy": {"dtype": "float32", "value": 0.5}}), ("np_f64", {"numpy": {"dtype": "float64", "value": 1.0}}),
+    ("np_true", {"numpy": {"dtype": "bool", "value": True}}),
+    ("dict_pair", {"dict": [[0, -1], [1, -1]]}), ("dict_str", {"dict": [["a", 1]]}),
+    ("t0d_f32", t([], "float32", values=[2.0])),
 ]
 OTHER_DTYPES = ["bfloat16", "float16", "float32", "int32", "int64", "uint8", "bool", "float8_e4m3fn"]
 

@@ -6,7 +6,7 @@
   export    call.json of the bundles `fa3conform export --suite validation` writes before it stops
             (it stops at the first case it cannot bundle; see report)
   corpus    fuzz/corpus/call_spec/* (JSON specs, as they are) + fuzz/corpus/{validate,differential,metadata}/*
-            and fuzz/regressions/*/* decoded with target/release/fuzz-decode
+            and fuzz/regressions/*/* decoded with target/<profile>/fuzz-decode
   random    N pseudo-random byte inputs (seeded) decoded with `fuzz-decode validate` / `differential`:
             half blind, half byte-mutations of the validate/differential seed corpora
   mutate    single-argument mutations of valid catalogue calls (mutate.py)
@@ -26,8 +26,9 @@ from pathlib import Path
 import mutate
 from shadow_paths import ROOT as MAIN
 
-BIN = MAIN / "target/release/fa3conform"
-DECODE = MAIN / "target/release/fuzz-decode"
+PROFILE = os.environ.get("SHADOW_PROFILE", "release")  # run.sh's choice of target/<profile>
+BIN = MAIN / "target" / PROFILE / "fa3conform"
+DECODE = MAIN / "target" / PROFILE / "fuzz-decode"
 EXTRA = os.environ.get("SHADOW_EXTRA")
 
 
