@@ -16,6 +16,7 @@ pub mod mate;
 pub mod musa;
 pub mod numeric;
 pub mod parallel;
+pub mod partition;
 pub mod reference;
 pub mod report;
 pub mod run;

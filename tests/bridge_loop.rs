@@ -23,6 +23,7 @@ fn export_calls(out: &Path) {
     let specs = std::fs::read_to_string(repo().join("tests/bridge_loop/calls.json")).unwrap();
     let options = ExportOptions {
         calls: parse_specs(&specs).unwrap(),
+        partition: None,
         out: out.to_path_buf(),
         force: false,
         pools: Pools::Slim,

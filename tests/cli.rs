@@ -264,3 +264,47 @@ fn bad_input_outranks_findings_and_formats_are_offered_per_command() {
         "{stderr}"
     );
 }
+
+#[test]
+fn conform_shards_merge_and_an_incomplete_set_is_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    let shard = |i: u32| dir.path().join(format!("shard-{i}.json"));
+    for i in 1..=2 {
+        let output = fa3conform(&[
+            "conform",
+            "--suite",
+            "validation",
+            "--cases",
+            "5",
+            "--partition",
+            &format!("count:{i}/2"),
+            "--format",
+            "json",
+            "-o",
+            shard(i).to_str().unwrap(),
+        ]);
+        assert_eq!(output.status.code(), Some(0), "{output:?}");
+    }
+    let output = fa3conform(&[
+        "merge-reports",
+        shard(2).to_str().unwrap(),
+        shard(1).to_str().unwrap(),
+    ]);
+    assert_eq!(output.status.code(), Some(0), "{output:?}");
+    let merged: serde_json::Value = serde_json::from_slice(&output.stdout).unwrap();
+    let indices: Vec<u64> = merged["suites"][0]["cases"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|c| c["index"].as_u64().unwrap())
+        .collect();
+    assert_eq!(indices, [0, 1, 2, 3, 4]);
+    assert!(merged.get("partition").is_none(), "{merged}");
+
+    let output = fa3conform(&["merge-reports", shard(1).to_str().unwrap()]);
+    assert_eq!(output.status.code(), Some(2));
+    assert_eq!(
+        String::from_utf8(output.stderr).unwrap(),
+        "error: shard count:2/2 missing: the merged report would not cover the campaign\n"
+    );
+}

@@ -40,19 +40,22 @@ fn snapshot(name: &str, document: &str) {
 
 #[test]
 fn conform() {
-    let case = |name: &str, result: Result<(), String>| CaseOutcome {
+    let case = |index: usize, name: &str, result: Result<(), String>| CaseOutcome {
+        index,
         name: name.into(),
         result,
     };
     let campaign = CampaignReport {
         seed: 20261130,
+        partition: Some("count:1/4".parse().unwrap()),
         suites: vec![SuiteReport {
             suite: "validation",
             description: "catalogue and generated calls against every profile",
             cases: vec![
-                case("catalog/decode-ver2", Ok(())),
+                case(0, "catalog/decode-ver2", Ok(())),
                 case(
-                    "generated/17",
+                    16,
+                    "generated/16",
                     Err("musa: expected musa.W-1, got accepted".into()),
                 ),
             ],
@@ -130,6 +133,7 @@ fn export_and_verify() {
     }
     let exported = export(&ExportOptions {
         calls,
+        partition: None,
         out: dir.path().to_path_buf(),
         force: false,
         pools: Pools::Slim,

@@ -10,6 +10,7 @@ use super::tensors::{StoredTensor, TensorFile};
 use crate::call::{Dtype, KvCacheCall, Param, TensorArg, TensorValues};
 use crate::certify::certify_call;
 use crate::certify::numerics::with_described_metadata;
+use crate::partition::Partition;
 use crate::reference::{self, Precision, Stack};
 use crate::report::documents::export as doc;
 use crate::report::{Format, Report, Status};
@@ -24,6 +25,9 @@ use std::path::{Path, PathBuf};
 pub struct ExportOptions {
     /// The calls, one bundle each.
     pub calls: Vec<KvCacheCall>,
+    /// Export only this shard of the calls (by position, or by bundle name under `hash:`);
+    /// bundles keep the names a whole export gives them.
+    pub partition: Option<Partition>,
     /// The folder the bundles are written to (one subfolder per case, named by its id): empty or
     /// absent, unless `force`.
     pub out: PathBuf,
@@ -375,7 +379,17 @@ pub fn export(options: &ExportOptions) -> Result<ExportReport, ExportError> {
         }
     })?;
     prepare_out(&options.out, options.force).map_err(ExportError::Out)?;
-    let progress = crate::report::progress_bar(options.calls.len() as u64);
+    let selected: Vec<(&KvCacheCall, String)> = options
+        .calls
+        .iter()
+        .zip(case_dirs(&options.calls))
+        .enumerate()
+        .filter(|(position, (_, name))| {
+            options.partition.is_none_or(|p| p.selects(*position, name))
+        })
+        .map(|(_, selected)| selected)
+        .collect();
+    let progress = crate::report::progress_bar(selected.len() as u64);
     let mut report = ExportReport {
         out: options.out.clone(),
         profile: profile.name(),
@@ -385,7 +399,7 @@ pub fn export(options: &ExportOptions) -> Result<ExportReport, ExportError> {
         skipped: Vec::new(),
         bytes: 0,
     };
-    for (call, name) in options.calls.iter().zip(case_dirs(&options.calls)) {
+    for (call, name) in selected {
         let bundle = bundle_for(call, profile, options.memory_cap, options.pools);
         let dir = options.out.join(&name);
         write_bundle(&dir, &bundle)?;
@@ -456,6 +470,7 @@ mod tests {
                 .iter()
                 .map(|c| crate::spec::parse_specs(c).unwrap().remove(0))
                 .collect(),
+            partition: None,
             out: out.to_path_buf(),
             force: false,
             pools: Pools::Slim,
@@ -510,6 +525,47 @@ mod tests {
         assert_eq!(expected["verdicts"][0]["outcome"], "accepted");
         assert!(!out.join("big").join(INPUTS_FILE).exists());
         assert!(out.join("decode-1").join(INPUTS_FILE).exists());
+    }
+
+    /// The bundle folders `export` wrote under `out`, sorted.
+    fn bundle_names(out: &Path) -> Vec<String> {
+        let mut names: Vec<String> = std::fs::read_dir(out)
+            .unwrap()
+            .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+            .collect();
+        names.sort();
+        names
+    }
+
+    #[test]
+    fn shards_of_an_export_are_disjoint_cover_it_and_keep_its_names() {
+        let dir = tempfile::tempdir().unwrap();
+        // A repeated id: its second bundle is named by its index in the whole export.
+        let calls = [DECODE, DECODE, OVER_CAP, DECODE];
+        let whole = dir.path().join("whole");
+        export(&options(&calls, &whole)).unwrap();
+        for scheme in ["count", "hash"] {
+            let mut sharded = Vec::new();
+            for shard in 1..=3 {
+                let out = dir.path().join(format!("{scheme}-{shard}"));
+                let mut options = options(&calls, &out);
+                options.partition = Some(format!("{scheme}:{shard}/3").parse().unwrap());
+                let report = export(&options).unwrap();
+                let names = if out.exists() {
+                    bundle_names(&out)
+                } else {
+                    Vec::new()
+                };
+                assert_eq!(report.bundles, names.len());
+                sharded.extend(names);
+            }
+            sharded.sort();
+            assert_eq!(sharded, bundle_names(&whole), "{scheme}");
+        }
+        assert_eq!(
+            bundle_names(&whole),
+            ["big", "decode-1", "decode-1-1", "decode-1-3"]
+        );
     }
 
     #[test]

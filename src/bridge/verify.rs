@@ -477,6 +477,7 @@ mod tests {
         let out = dir.path().join("bundles");
         let exported = crate::bridge::export(&crate::bridge::ExportOptions {
             calls: crate::spec::parse_specs(call).unwrap(),
+            partition: None,
             out: out.clone(),
             force: false,
             pools: crate::bridge::Pools::Slim,

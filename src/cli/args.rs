@@ -33,4 +33,7 @@ pub enum Command {
     Export(super::export::ExportArgs),
     /// Compare a device runner's results in case bundles with the expected verdicts and outputs.
     Verify(super::verify::VerifyArgs),
+    /// Merge the JSON reports of a campaign's shards (conform --partition, verify, certify) into
+    /// the report one run would have written; shards of different campaigns are refused.
+    MergeReports(super::merge::MergeArgs),
 }

@@ -2,6 +2,7 @@
 
 use super::{Outcome, emit};
 use crate::conform::{self, CampaignReport, ConformOptions};
+use crate::partition::Partition;
 use crate::report::{Format, Report, Status};
 use clap::Args;
 use std::io::Write;
@@ -21,6 +22,11 @@ pub struct ConformArgs {
     #[arg(long, value_parser = super::format::format_parser(CampaignReport::FORMATS),
           default_value = CampaignReport::FORMATS[0].name())]
     pub format: Format,
+    /// Run one shard of the campaign: `count:I/N` takes every N-th case of each suite from the
+    /// I-th, `hash:I/N` the cases whose key hashes to shard I (nextest's semantics). The shards'
+    /// JSON reports merge with `fa3conform merge-reports`.
+    #[arg(long, value_name = "count:I/N|hash:I/N")]
+    pub partition: Option<Partition>,
     /// Write the report to this file instead of stdout.
     #[arg(long, short)]
     pub output: Option<PathBuf>,
@@ -35,6 +41,7 @@ impl ConformArgs {
             suites: self.suites.clone(),
             seed: self.seed,
             cases: self.cases,
+            partition: self.partition,
         }
     }
 }

@@ -4,6 +4,7 @@ use super::{Outcome, emit};
 use crate::bridge::export::{self, ExportOptions, ExportReport, Pools};
 use crate::call::{Device, KvCacheCall};
 use crate::conform;
+use crate::partition::Partition;
 use crate::report::{Format, Report};
 use crate::spec::{cpu_tensors_on, parse_device_as, read_calls};
 use anyhow::{Context, bail};
@@ -39,6 +40,11 @@ pub struct ExportArgs {
     /// every CPU tensor is taken to be on it (as `certify --device-as`).
     #[arg(long, value_name = "DEVICE", value_parser = parse_device_as)]
     pub device_as: Option<Device>,
+    /// Export one shard of the cases, for a fleet of runners: `count:I/N` takes every N-th case
+    /// from the I-th, `hash:I/N` the cases whose bundle name hashes to shard I. Bundles keep the
+    /// names a whole export gives them, so the shards' verify reports merge.
+    #[arg(long, value_name = "count:I/N|hash:I/N")]
+    pub partition: Option<Partition>,
     /// The profile whose conventions the expected numbers follow.
     #[arg(long, default_value = "musa")]
     pub profile: String,
@@ -93,6 +99,7 @@ impl ExportArgs {
 pub fn run(args: &ExportArgs, out: &mut dyn Write) -> Outcome {
     let report = export::export(&ExportOptions {
         calls: args.calls()?,
+        partition: args.partition,
         out: args.out.clone(),
         force: args.force,
         pools: if args.whole_pools {
@@ -120,6 +127,7 @@ mod tests {
             force: false,
             whole_pools: false,
             device_as: None,
+            partition: None,
             profile: "musa".into(),
             memory_cap: 1 << 20,
             format: Format::Human,

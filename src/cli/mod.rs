@@ -10,6 +10,7 @@ mod explain;
 mod export;
 mod format;
 mod forward;
+mod merge;
 mod run;
 mod scan;
 mod verify;
@@ -36,6 +37,7 @@ pub fn run(cli: Cli, out: &mut dyn Write) -> Status {
         Command::Forward(args) => forward::run(&args, out),
         Command::Export(args) => export::run(&args, out),
         Command::Verify(args) => verify::run(&args, out),
+        Command::MergeReports(args) => merge::run(&args, out),
     };
     outcome.unwrap_or_else(|e| {
         eprintln!("error: {e:#}");

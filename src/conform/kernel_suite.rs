@@ -57,6 +57,7 @@ impl Suite for KernelSuite {
     fn run_case(&self, seed: u64, index: usize) -> CaseOutcome {
         let call = generate(seed, index);
         CaseOutcome {
+            index,
             name: call.id.clone(),
             result: check(&call)
                 .map_err(|e| format!("{e}\ncall: {}", crate::spec::call_to_json(&call))),

@@ -59,6 +59,7 @@ impl Suite for MetadataSuite {
             })
             .map_err(|e| format!("{e}\n{}", crate::spec::call_to_json(&call)));
         CaseOutcome {
+            index,
             name: format!("{}/{}", call.id, change.name()),
             result,
         }

@@ -1,7 +1,10 @@
 //! Conformance campaigns: registered suites, each a list of seeded cases that pass or fail.
 //!
 //! A suite is deterministic in (campaign seed, case index), so any failure is replayed with
-//! `fa3conform conform --suite NAME --seed S --cases N` and reported with its case name.
+//! `fa3conform conform --suite NAME --seed S --cases N` and reported with its case name and index.
+//! A campaign split with `--partition` runs, in each suite, the cases its shard selects (by case
+//! index, or by the key `<suite>-<index>`); the shards' reports merge into the whole campaign's
+//! (`fa3conform merge-reports`).
 
 pub mod catalogue;
 mod kernel_suite;
@@ -12,6 +15,7 @@ mod validation_suite;
 
 pub use report::CampaignReport;
 
+use crate::partition::Partition;
 use indicatif::ProgressBar;
 use rayon::prelude::*;
 use std::time::{Duration, Instant};
@@ -22,6 +26,8 @@ pub const DEFAULT_SEED: u64 = 20261130;
 /// What one case found.
 #[derive(Clone, Debug, PartialEq)]
 pub struct CaseOutcome {
+    /// The case's index in its suite: with the campaign seed, what replays it.
+    pub index: usize,
     /// A short, stable name: the suite's case kind and what makes it distinct.
     pub name: String,
     /// `Err` holds a reproducible failure description (the call as JSON, what differed).
@@ -68,18 +74,30 @@ impl SuiteReport {
     }
 }
 
-/// Runs `cases` cases of `suite` in parallel, advancing `progress` as each finishes.
+/// The key a suite's case is hashed by under a `hash:I/N` partition.
+pub fn partition_key(suite: &str, index: usize) -> String {
+    format!("{suite}-{index}")
+}
+
+/// The indices of the first `cases` cases of `suite` that `partition` selects (all without one).
+pub fn selected_cases(suite: &str, cases: usize, partition: Option<&Partition>) -> Vec<usize> {
+    (0..cases)
+        .filter(|&i| partition.is_none_or(|p| p.selects(i, &partition_key(suite, i))))
+        .collect()
+}
+
+/// Runs the cases `indices` of `suite` in parallel, advancing `progress` as each finishes.
 pub fn run_suite(
     suite: &'static dyn Suite,
     seed: u64,
-    cases: usize,
+    indices: &[usize],
     progress: &ProgressBar,
 ) -> SuiteReport {
     let start = Instant::now();
     progress.set_message(suite.name());
-    let outcomes: Vec<CaseOutcome> = (0..cases)
-        .into_par_iter()
-        .map(|i| {
+    let outcomes: Vec<CaseOutcome> = indices
+        .par_iter()
+        .map(|&i| {
             let outcome = suite.run_case(seed, i);
             progress.inc(1);
             outcome
@@ -102,6 +120,8 @@ pub struct ConformOptions {
     pub seed: u64,
     /// Cases per suite; `None` for each suite's own default.
     pub cases: Option<usize>,
+    /// The shard to run; `None` for the whole campaign.
+    pub partition: Option<Partition>,
 }
 
 /// A suite name no suite has.
@@ -140,18 +160,25 @@ pub fn run(options: &ConformOptions) -> Result<CampaignReport, UnknownSuite> {
             .map(|name| suite_named(name))
             .collect::<Result<_, _>>()?
     };
-    let plan: Vec<(&'static dyn Suite, usize)> = selected
+    let plan: Vec<(&'static dyn Suite, Vec<usize>)> = selected
         .into_iter()
-        .map(|s| (s, options.cases.unwrap_or_else(|| s.default_cases())))
+        .map(|s| {
+            let cases = options.cases.unwrap_or_else(|| s.default_cases());
+            (
+                s,
+                selected_cases(s.name(), cases, options.partition.as_ref()),
+            )
+        })
         .collect();
-    let progress = crate::report::progress_bar(plan.iter().map(|(_, n)| *n as u64).sum());
+    let progress = crate::report::progress_bar(plan.iter().map(|(_, i)| i.len() as u64).sum());
     let reports = plan
         .iter()
-        .map(|(suite, n)| run_suite(*suite, options.seed, *n, &progress))
+        .map(|(suite, indices)| run_suite(*suite, options.seed, indices, &progress))
         .collect();
     progress.finish_and_clear();
     Ok(CampaignReport {
         seed: options.seed,
+        partition: options.partition,
         suites: reports,
     })
 }

@@ -55,6 +55,7 @@ impl Suite for ReferenceSuite {
             ))
         };
         CaseOutcome {
+            index,
             name: format!("{}/{index}", stack.name()),
             result,
         }

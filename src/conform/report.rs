@@ -2,6 +2,7 @@
 //! ([`documents::conform`]) and JUnit XML for CI.
 
 use super::SuiteReport;
+use crate::partition::Partition;
 use crate::report::documents::conform as doc;
 use crate::report::junit::{self, TestRun};
 use crate::report::{Format, Report, Status, human};
@@ -11,6 +12,8 @@ use std::io::{self, Write};
 #[derive(Clone, Debug)]
 pub struct CampaignReport {
     pub seed: u64,
+    /// The shard this report holds; `None` for a whole campaign.
+    pub partition: Option<Partition>,
     pub suites: Vec<SuiteReport>,
 }
 
@@ -50,9 +53,12 @@ impl Report for CampaignReport {
         }
         let total: usize = self.suites.iter().map(|r| r.cases.len()).sum();
         let failed: usize = self.suites.iter().map(|r| r.failures().count()).sum();
+        let shard = self
+            .partition
+            .map_or_else(String::new, |p| format!(", shard {p}"));
         writeln!(
             out,
-            "seed {}: {} passed, {failed} failed",
+            "seed {}{shard}: {} passed, {failed} failed",
             self.seed,
             total - failed
         )
@@ -70,6 +76,7 @@ impl Report for CampaignReport {
                     .cases
                     .iter()
                     .map(|c| doc::Case {
+                        index: c.index,
                         name: c.name.clone(),
                         outcome: match c.result {
                             Ok(()) => doc::CaseOutcome::Passed,
@@ -82,6 +89,7 @@ impl Report for CampaignReport {
             .collect();
         doc::Campaign {
             seed: self.seed,
+            partition: self.partition.map(|p| p.to_string()),
             suites,
         }
     }
@@ -127,15 +135,18 @@ mod tests {
     fn campaign() -> CampaignReport {
         CampaignReport {
             seed: 9,
+            partition: None,
             suites: vec![SuiteReport {
                 suite: "demo",
                 description: "d",
                 cases: vec![
                     CaseOutcome {
+                        index: 0,
                         name: "a".into(),
                         result: Ok(()),
                     },
                     CaseOutcome {
+                        index: 1,
                         name: "b<1>".into(),
                         result: Err("x & y".into()),
                     },

@@ -50,7 +50,11 @@ impl Suite for ValidationSuite {
             .into_iter()
             .try_for_each(|profile| check_profile(profile, &call))
             .map_err(|problem| format!("{problem}\ncall: {}", call_to_json(&call)));
-        CaseOutcome { name, result }
+        CaseOutcome {
+            index,
+            name,
+            result,
+        }
     }
 
     fn call(&self, seed: u64, index: usize) -> Option<KvCacheCall> {

@@ -7,6 +7,7 @@ pub mod documents;
 pub mod human;
 pub mod json;
 pub mod junit;
+pub mod merge;
 
 use indicatif::{ProgressBar, ProgressStyle};
 use std::fmt;

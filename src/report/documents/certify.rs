@@ -2,9 +2,11 @@
 //! certified for the gate profile (`musa`).
 
 use crate::report::json::Document;
-use serde::{Serialize, Serializer};
+use serde::de::{MapAccess, Visitor};
+use serde::{Deserialize, Deserializer, Serialize, Serializer};
+use std::fmt;
 
-#[derive(Clone, Debug, PartialEq, Serialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct Certification {
     pub calls: Vec<Call>,
 }
@@ -13,11 +15,11 @@ impl Document for Certification {
     const SCHEMA_VERSION: u32 = 1;
 }
 
-#[derive(Clone, Debug, PartialEq, Serialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct Call {
     pub id: String,
     /// Profile name → verdict, in the order the profiles were selected.
-    #[serde(serialize_with = "ordered_map")]
+    #[serde(serialize_with = "ordered_map", deserialize_with = "map_in_order")]
     pub profiles: Vec<(String, Verdict)>,
     pub hazards: Vec<Hazard>,
     /// `--numerics` only, and only for calls the gate profile accepts; otherwise `null`.
@@ -28,7 +30,7 @@ pub struct Call {
 }
 
 /// An accepted call has `null` exception, message and site.
-#[derive(Clone, Debug, PartialEq, Serialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct Verdict {
     pub outcome: Outcome,
     pub exception: Option<String>,
@@ -38,14 +40,14 @@ pub struct Verdict {
     pub site: Option<String>,
 }
 
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum Outcome {
     Accepted,
     Rejected,
 }
 
-#[derive(Clone, Debug, PartialEq, Serialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct Hazard {
     pub profile: String,
     pub code: String,
@@ -54,7 +56,7 @@ pub struct Hazard {
     pub message: String,
 }
 
-#[derive(Clone, Debug, PartialEq, Serialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct Numerics {
     /// `within-tolerance`, `differs` or `not-run`.
     pub status: String,
@@ -63,4 +65,25 @@ pub struct Numerics {
 
 fn ordered_map<S: Serializer>(entries: &[(String, Verdict)], s: S) -> Result<S::Ok, S::Error> {
     s.collect_map(entries.iter().map(|(k, v)| (k, v)))
+}
+
+/// The profiles object read back in the order it was written.
+fn map_in_order<'de, D: Deserializer<'de>>(d: D) -> Result<Vec<(String, Verdict)>, D::Error> {
+    struct Entries;
+    impl<'de> Visitor<'de> for Entries {
+        type Value = Vec<(String, Verdict)>;
+
+        fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+            f.write_str("an object of profile verdicts")
+        }
+
+        fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Self::Value, A::Error> {
+            let mut entries = Vec::new();
+            while let Some(entry) = map.next_entry()? {
+                entries.push(entry);
+            }
+            Ok(entries)
+        }
+    }
+    d.deserialize_map(Entries)
 }

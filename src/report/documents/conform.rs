@@ -1,11 +1,14 @@
 //! `conform --format json`: a campaign's suites and their cases.
 
 use crate::report::json::Document;
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
-#[derive(Clone, Debug, PartialEq, Serialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct Campaign {
     pub seed: u64,
+    /// The shard a `--partition` run holds (`count:2/4`); absent for a whole campaign.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub partition: Option<String>,
     pub suites: Vec<Suite>,
 }
 
@@ -13,7 +16,7 @@ impl Document for Campaign {
     const SCHEMA_VERSION: u32 = 1;
 }
 
-#[derive(Clone, Debug, PartialEq, Serialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct Suite {
     pub suite: String,
     pub description: String,
@@ -21,16 +24,18 @@ pub struct Suite {
     pub cases: Vec<Case>,
 }
 
-#[derive(Clone, Debug, PartialEq, Serialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct Case {
+    /// The case's index in its suite (`conform --seed S --cases N` replays it as case `index`).
+    pub index: usize,
     pub name: String,
     pub outcome: CaseOutcome,
     /// What failed (failed cases only).
-    #[serde(skip_serializing_if = "Option::is_none")]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub message: Option<String>,
 }
 
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum CaseOutcome {
     Passed,

@@ -1,9 +1,9 @@
 //! `verify --format json`: what a device runner's results in case bundles came to.
 
 use crate::report::json::Document;
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
-#[derive(Clone, Debug, PartialEq, Serialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct Verification {
     pub profile: String,
     pub matched: usize,
@@ -16,7 +16,7 @@ impl Document for Verification {
     const SCHEMA_VERSION: u32 = 1;
 }
 
-#[derive(Clone, Debug, PartialEq, Serialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct Case {
     /// The bundle folder's name.
     pub name: String,
@@ -25,7 +25,7 @@ pub struct Case {
     pub message: String,
 }
 
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum CaseOutcome {
     Matched,
