@@ -1,5 +1,6 @@
-//! The Python side of the device bridge: its unit tests, and recorded calls read back by the spec
-//! parser (what `fa3conform certify calls.jsonl` reads).
+//! The Python side of the device bridge: its unit tests, the pytest plugin's tests (pytester runs
+//! of a fake test suite, certifying with this build's binary), and recorded calls read back by the
+//! spec parser (what `fa3conform certify calls.jsonl` reads).
 
 mod bridge_support;
 
@@ -18,6 +19,28 @@ fn python_unit_tests_pass() {
     assert!(
         log.contains("Ran 31 tests"),
         "a Python test went missing:\n{log}"
+    );
+}
+
+#[test]
+fn pytest_plugin_tests_pass() {
+    let output = python_command()
+        .args([
+            "-m",
+            "pytest",
+            "tests/python/pytest_plugin",
+            "-p",
+            "no:cacheprovider",
+            "-q",
+        ])
+        .env("FA3CONFORM_BINARY", env!("CARGO_BIN_EXE_fa3conform"))
+        .output()
+        .unwrap();
+    let log = String::from_utf8_lossy(&output.stdout);
+    assert!(output.status.success(), "{log}");
+    assert!(
+        log.contains("7 passed"),
+        "a plugin test went missing:\n{log}"
     );
 }
 

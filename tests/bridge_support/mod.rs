@@ -41,12 +41,12 @@ struct Environment {
     import: &'static str,
 }
 
-/// What the Python side of the tests imports (numpy, safetensors).
+/// What the Python side of the tests imports (numpy, safetensors, pytest for the plugin's tests).
 const PLAIN: Environment = Environment {
     variable: "FA3CONFORM_PYTHON",
     requirements: "tests/python/requirements.txt",
     folder: "python-env",
-    import: "import numpy, safetensors",
+    import: "import numpy, safetensors, pytest",
 };
 
 /// The same and torch, for the device-loop tests.
@@ -54,7 +54,7 @@ const WITH_TORCH: Environment = Environment {
     variable: "FA3CONFORM_TORCH_PYTHON",
     requirements: "tests/python/requirements-torch.txt",
     folder: "torch-env",
-    import: "import numpy, safetensors, torch",
+    import: "import numpy, safetensors, pytest, torch",
 };
 
 /// A Python interpreter with the packages of `tests/python/requirements.txt`.

@@ -5,11 +5,13 @@ the Rust test that parses the recorded lines (tests/bridge_python.rs).
 """
 
 import math
+import importlib.util
 import sys
 import types
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "python"))
+if importlib.util.find_spec("fa3conform") is None:  # a checkout; an installed wheel's copy wins
+    sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "python"))
 from fa3conform import record as fa3conform_record  # noqa: E402
 from fa3conform.entry_points import EntryPoint  # noqa: E402
 

@@ -1,6 +1,7 @@
 """Hand-computed checks of the NumPy target and of the runner's NumPy safetensors codec."""
 
 import math
+import importlib.util
 import sys
 import tempfile
 import unittest
@@ -8,7 +9,8 @@ from pathlib import Path
 
 import numpy as np
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "python"))
+if importlib.util.find_spec("fa3conform") is None:  # a checkout; an installed wheel's copy wins
+    sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "python"))
 from fa3conform import arrays  # noqa: E402
 import musa_wrapper_target  # noqa: E402
 from numpy_target import flash_attn_with_kvcache  # noqa: E402

@@ -5,6 +5,7 @@ import json
 import math
 import os
 import subprocess
+import importlib.util
 import sys
 import tempfile
 import textwrap
@@ -14,7 +15,8 @@ from pathlib import Path
 
 import numpy as np
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "python"))
+if importlib.util.find_spec("fa3conform") is None:  # a checkout; an installed wheel's copy wins
+    sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "python"))
 from fa3conform import replay  # noqa: E402
 from fa3conform.arrays import NumpyCodec, NumpyBackend  # noqa: E402
 from fa3conform.targets import TargetError, resolve  # noqa: E402
