@@ -2,9 +2,10 @@
 //!
 //! The forward tile (kernels/src/forward.c) is compiled once per instruction-set variant: a
 //! portable one for every target and, on x86-64, AVX2+FMA and AVX-512 ones that the Rust side
-//! selects at run time after detecting the CPU's features. Feature `checked-kernel` defines
-//! `FA3_HOST_CHECKED` (index checks that abort); feature `regen-bindings` regenerates the Rust
-//! bindings into OUT_DIR (the committed copy is src/kernel/bindings.rs).
+//! selects at run time after detecting the CPU's features. `FA3_HOST_CHECKED` (index checks that
+//! abort) is defined wherever Rust's debug assertions are on (`cargo test`, debug builds) and in any
+//! profile with feature `checked-kernel` (the fuzz targets); feature `regen-bindings` regenerates
+//! the Rust bindings into OUT_DIR (the committed copy is src/kernel/bindings.rs).
 //!
 //! It also writes the list of the validation catalogue's files (tests/catalog/*.json), which
 //! src/conform/catalogue.rs compiles into the binary.
@@ -27,7 +28,11 @@ fn base_build(out_dir: &Path, name: &str) -> cc::Build {
         .extra_warnings(true)
         .warnings_into_errors(true)
         .out_dir(out_dir.join(name));
-    if env::var_os("CARGO_FEATURE_CHECKED_KERNEL").is_some() {
+    // The C code checks its indices wherever the Rust code checks its own: the tests run the
+    // kernel checked, and release builds (benches, the installed binary) do not pay for it.
+    if env::var_os("CARGO_FEATURE_CHECKED_KERNEL").is_some()
+        || env::var_os("CARGO_CFG_DEBUG_ASSERTIONS").is_some()
+    {
         build.define("FA3_HOST_CHECKED", None);
     }
     build
@@ -99,7 +104,8 @@ fn embed_catalogue(out_dir: &Path) {
         .expect("writing OUT_DIR/catalogue.rs");
 }
 
-/// Writes OUT_DIR/bindings.rs; the `bindings_are_current` test compares it with the committed file.
+/// Writes OUT_DIR/bindings.rs; scripts/regen-bindings.sh copies it over the committed file, or with
+/// `--check` fails on any difference (CI's drift check).
 #[cfg(feature = "regen-bindings")]
 fn regen_bindings(out_dir: &std::path::Path) {
     let bindings = bindgen::Builder::default()

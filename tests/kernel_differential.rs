@@ -3,7 +3,8 @@
 //! (caches after an append bit for bit), split counts and pack-GQA agreeing with each other, paged
 //! and contiguous caches agreeing bit for bit.
 //!
-//! Run with the C index checks on: `cargo test --features checked-kernel --test kernel_differential`.
+//! `cargo test` runs the C with its index checks on (build.rs: FA3_HOST_CHECKED follows Rust's
+//! debug assertions).
 
 use fa3conform::call::{Dtype, KvCacheCall, PyValue};
 use fa3conform::cases::{self, Options};
