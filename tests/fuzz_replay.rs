@@ -147,3 +147,24 @@ fn scan_corpus_replays() {
         "the scan seed corpus is missing"
     );
 }
+
+/// The scan fixtures are the `scan` target's other seeds (.ci/fuzz-smoke passes their folder).
+#[test]
+fn scan_fixtures_replay() {
+    let mut pending = vec![Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/scan/fixtures")];
+    let mut replayed = 0;
+    while let Some(dir) = pending.pop() {
+        let entries = std::fs::read_dir(&dir).unwrap_or_else(|e| panic!("{}: {e}", dir.display()));
+        for entry in entries {
+            let path = entry.expect("a readable fixture entry").path();
+            if path.is_dir() {
+                pending.push(path);
+                continue;
+            }
+            eprintln!("replaying {}", path.display());
+            harness::scan(&std::fs::read(&path).expect("a readable fixture"));
+            replayed += 1;
+        }
+    }
+    assert!(replayed > 40, "only {replayed} scan fixtures found");
+}

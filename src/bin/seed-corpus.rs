@@ -1,8 +1,9 @@
 //! Writes the committed seed corpora of the fuzz targets (`fuzz/corpus/<target>/`),
 //! deterministically: the example and catalogue calls, one small file each, for `call_spec`
 //! (libFuzzer mutates small inputs best, and the corpus stays small); seeded byte strings for the
-//! byte-driven generators of `validate`, `differential` and `metadata`; the scan fixtures, one file
-//! each, and a small tree in the NUL-separated form of `fuzzing::scan::python_tree` for `scan`.
+//! byte-driven generators of `validate`, `differential` and `metadata`; for `scan`, a small tree in
+//! the NUL-separated form of `fuzzing::scan::python_tree` (its other seeds are the scan fixtures
+//! themselves, `tests/scan/fixtures/`, which .ci/fuzz-smoke passes as a second corpus folder).
 //!
 //! `cargo run --features internal-testing --bin seed-corpus`
 
@@ -57,7 +58,7 @@ fn main() -> std::io::Result<()> {
             std::fs::write(dir.join(format!("seed-{i:03}")), bytes)?;
         }
     }
-    write_scan_seeds(&root.join("tests/scan/fixtures"), &corpus.join("scan"))
+    write_scan_tree(&corpus.join("scan"))
 }
 
 /// A tree across the four files of `fuzzing::scan::python_tree`: a re-export through the package,
@@ -72,21 +73,8 @@ const SCAN_TREE: [&str; 4] = [
      def decode(q, k, v):\n    return flash_attn_with_kvcache(q, k, v)\n",
 ];
 
-fn write_scan_seeds(fixtures: &Path, dir: &Path) -> std::io::Result<()> {
+fn write_scan_tree(dir: &Path) -> std::io::Result<()> {
     std::fs::create_dir_all(dir)?;
-    let mut pending = vec![fixtures.to_path_buf()];
-    while let Some(folder) = pending.pop() {
-        for entry in std::fs::read_dir(&folder)? {
-            let path = entry?.path();
-            if path.is_dir() {
-                pending.push(path);
-                continue;
-            }
-            let relative = path.strip_prefix(fixtures).expect("under the fixtures");
-            let name = relative.to_string_lossy().replace('/', "__");
-            std::fs::write(dir.join(name), std::fs::read(&path)?)?;
-        }
-    }
     std::fs::write(
         dir.join("tree-re-export-and-musa-wrapper"),
         SCAN_TREE.join("\0"),
