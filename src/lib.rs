@@ -7,6 +7,7 @@ pub mod cases;
 pub mod certify;
 pub mod cli;
 pub mod conform;
+pub mod device;
 pub mod explain;
 pub mod forward;
 pub mod fuzzing;

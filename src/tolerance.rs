@@ -23,6 +23,7 @@
 //!   which now and then lands on the other side of a rounding boundary than the f64 reference's
 //!   single rounding (fa3conform's extension; FA3's test compares two float32 rotations). A cache
 //!   the reference left untouched is not compared.
+//! * **Unspecified elements** (rows no kernel writes, [`RefOutput::unspecified`]) are not compared.
 //! * Shapes must agree exactly.
 //!
 //! [`Precision::Exact`]: crate::reference::Precision::Exact
@@ -116,20 +117,33 @@ fn same_non_finite(a: f64, b: f64) -> bool {
     (a.is_nan() && b.is_nan()) || a == b
 }
 
-/// Pairs of (implementation, reference) elements in row-major order; arrays of the same shape.
-/// The arrays the reference and the kernel build are row-major already, so no copy is made
-/// (ndarray's n-dimensional iterators cost more than the comparisons on these sizes).
+/// Pairs of (implementation, reference) elements in row-major order, with their flat index,
+/// leaving out those `skip` marks; arrays of the same shape. The arrays the reference and the
+/// kernel build are row-major already, so no copy is made (ndarray's n-dimensional iterators cost
+/// more than the comparisons on these sizes).
 fn element_pairs<R>(
     imp: &ArrayD<f64>,
     reference: &ArrayD<f64>,
-    visit: impl FnOnce(&mut dyn Iterator<Item = (f64, f64)>) -> R,
+    skip: Option<&ArrayD<bool>>,
+    visit: impl FnOnce(&mut dyn Iterator<Item = (usize, (f64, f64))>) -> R,
 ) -> R {
     let (imp, reference) = (imp.as_standard_layout(), reference.as_standard_layout());
     let (imp, reference) = (
         imp.as_slice().expect("standard layout"),
         reference.as_slice().expect("standard layout"),
     );
-    visit(&mut imp.iter().copied().zip(reference.iter().copied()))
+    let pairs = imp
+        .iter()
+        .copied()
+        .zip(reference.iter().copied())
+        .enumerate();
+    match skip.map(|s| s.as_standard_layout()) {
+        Some(skip) => {
+            let skip = skip.as_slice().expect("standard layout");
+            visit(&mut pairs.filter(|&(k, _)| !skip[k]))
+        }
+        None => visit(&mut { pairs }),
+    }
 }
 
 /// The first element where `ok(implementation, reference)` fails, as a mismatch naming its
@@ -138,11 +152,18 @@ fn first_failure(
     tensor: &'static str,
     imp: &ArrayD<f64>,
     reference: &ArrayD<f64>,
+    skip: Option<&ArrayD<bool>>,
     ok: impl Fn(f64, f64) -> bool,
     describe: impl Fn(f64, f64) -> String,
 ) -> Result<(), Mismatch> {
-    let failure = element_pairs(imp, reference, |pairs| {
-        pairs.enumerate().find(|&(_, (i, r))| !ok(i, r))
+    let failure = element_pairs(imp, reference, skip, |pairs| {
+        // (`find` takes `&mut self`, which a `dyn Iterator` cannot offer by value.)
+        for (flat, (i, r)) in pairs {
+            if !ok(i, r) {
+                return Some((flat, (i, r)));
+            }
+        }
+        None
     });
     match failure {
         None => Ok(()),
@@ -166,11 +187,13 @@ fn check_non_finite(
     tensor: &'static str,
     imp: &ArrayD<f64>,
     reference: &ArrayD<f64>,
+    skip: Option<&ArrayD<bool>>,
 ) -> Result<(), Mismatch> {
     first_failure(
         tensor,
         imp,
         reference,
+        skip,
         |i, r| match r.is_finite() {
             true => i.is_finite(),
             false => same_non_finite(i, r),
@@ -180,16 +203,17 @@ fn check_non_finite(
 }
 
 /// (max, mean) of `|a − reference|` over the elements where the reference is finite.
-fn max_mean(a: &ArrayD<f64>, reference: &ArrayD<f64>) -> (f64, f64) {
-    let (max, sum, n) = element_pairs(a, reference, |pairs| {
-        pairs
-            .filter(|(_, r)| r.is_finite())
-            .fold((0.0f64, 0.0, 0usize), |(max, sum, n), (x, r)| {
+fn max_mean(a: &ArrayD<f64>, reference: &ArrayD<f64>, skip: Option<&ArrayD<bool>>) -> (f64, f64) {
+    let (max, sum, n) = element_pairs(a, reference, skip, |pairs| {
+        pairs.filter(|(_, (_, r))| r.is_finite()).fold(
+            (0.0f64, 0.0, 0usize),
+            |(max, sum, n), (_, (x, r))| {
                 let d = (x - r).abs();
                 // A NaN difference (non-finite low-precision value) counts as unbounded.
                 let d = if d.is_nan() { f64::INFINITY } else { d };
                 (max.max(d), sum + d, n + 1)
-            })
+            },
+        )
     });
     (max, if n == 0 { 0.0 } else { sum / n as f64 })
 }
@@ -215,14 +239,15 @@ fn deviation(
     imp: &ArrayD<f64>,
     ref64: &ArrayD<f64>,
     lowprec: &ArrayD<f64>,
+    skip: Option<&ArrayD<bool>>,
     mult: Multipliers,
     mean_atol: f64,
 ) -> Result<Deviation, Mismatch> {
     check_shape(tensor, imp, ref64)?;
     check_shape(tensor, lowprec, ref64)?;
-    check_non_finite(tensor, imp, ref64)?;
-    let (max, mean) = max_mean(imp, ref64);
-    let (baseline_max, baseline_mean) = max_mean(lowprec, ref64);
+    check_non_finite(tensor, imp, ref64, skip)?;
+    let (max, mean) = max_mean(imp, ref64, skip);
+    let (baseline_max, baseline_mean) = max_mean(lowprec, ref64, skip);
     let d = Deviation {
         max,
         mean,
@@ -287,6 +312,7 @@ fn check_cache(
     tensor: &'static str,
     imp: Option<&ArrayD<f64>>,
     reference: &ArrayD<f64>,
+    skip: Option<&ArrayD<bool>>,
     tol: CacheTolerance,
 ) -> Result<(), Mismatch> {
     let imp = imp.ok_or_else(|| mismatch(tensor, "not returned after an append"))?;
@@ -295,6 +321,7 @@ fn check_cache(
         tensor,
         imp,
         reference,
+        skip,
         |i, r| tol.admits(i, r),
         |i, r| format!("implementation {i}, reference {r} (tolerance: {tol})"),
     )
@@ -317,6 +344,8 @@ pub fn judge(
         v_cache: Some(v_cache),
         dtype: ref64.dtype,
         rotated_keys: ref64.rotated_keys,
+        unspecified: None,
+        max_logit: None,
     };
     compare(&imp, ref64, lowprec)
 }
@@ -330,8 +359,25 @@ pub fn compare(
     lowprec: &RefOutput,
 ) -> Result<Report, Mismatch> {
     let mult = Multipliers::for_dtype(ref64.dtype);
-    let out = deviation("out", &imp.out, &ref64.out, &lowprec.out, mult, 0.0)?;
-    let lse = deviation("lse", &imp.lse, &ref64.lse, &lowprec.lse, mult, ATOL)?;
+    let skip = ref64.unspecified.as_ref();
+    let out = deviation(
+        "out",
+        &imp.out,
+        &ref64.out,
+        &lowprec.out,
+        skip.map(|u| &u.out),
+        mult,
+        0.0,
+    )?;
+    let lse = deviation(
+        "lse",
+        &imp.lse,
+        &ref64.lse,
+        &lowprec.lse,
+        skip.map(|u| &u.lse),
+        mult,
+        ATOL,
+    )?;
     let fp8 = ref64.dtype == Dtype::Float8E4m3fn;
     let key_tol = match (ref64.rotated_keys, fp8) {
         (false, _) => CacheTolerance::exact(),
@@ -350,11 +396,13 @@ pub fn compare(
     };
     let mut caches_compared = false;
     if let Some(k) = &ref64.k_cache {
-        check_cache("k_cache", imp.k_cache.as_ref(), k, key_tol)?;
+        let skip = skip.and_then(|u| u.k_cache.as_ref());
+        check_cache("k_cache", imp.k_cache.as_ref(), k, skip, key_tol)?;
         caches_compared = true;
     }
     if let Some(v) = &ref64.v_cache {
-        check_cache("v_cache", imp.v_cache.as_ref(), v, value_tol)?;
+        let skip = skip.and_then(|u| u.v_cache.as_ref());
+        check_cache("v_cache", imp.v_cache.as_ref(), v, skip, value_tol)?;
         caches_compared = true;
     }
     Ok(Report {
@@ -381,6 +429,8 @@ mod tests {
             v_cache: None,
             dtype,
             rotated_keys: false,
+            unspecified: None,
+            max_logit: None,
         }
     }
 

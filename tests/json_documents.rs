@@ -117,6 +117,8 @@ fn run_summary() {
             v_cache: Some(array(&[1, 2, 1, 1], &[3.0, f64::NAN])),
             dtype: Dtype::Bfloat16,
             rotated_keys: false,
+            unspecified: None,
+            max_logit: None,
         },
     };
     snapshot("run", &json(&report));

@@ -5,7 +5,8 @@
 
 use fa3conform::call::{Dims, KvCacheCall, Param, PyValue};
 use fa3conform::cases::{Options, random_call};
-use fa3conform::reference::mask::{self, MaskRequest, StaticSizes};
+use fa3conform::mate::{self, ResolvedMask, Tiles};
+use fa3conform::reference::mask::{self, Mask, MaskRequest, StaticSizes};
 use fa3conform::reference::{Precision, Stack, run};
 use fa3conform::tensor::{Tensors, materialise};
 use rand::SeedableRng;
@@ -85,6 +86,8 @@ fn naive(call: &KvCacheCall, t: &Tensors, stack: Stack) -> (Vec<f64>, Vec<f64>) 
             .all(|&p| args.get(p).is_none()),
         },
     );
+    // mate's tiling decides the lse of a fully masked row with a sink (docs/musa-device.md D1).
+    let tiles = (stack == Stack::Musa).then(|| musa_tiles(&args, &dims, resolved.mask));
     let mut out = vec![0.0; dims.total_q * h * dv];
     let mut lse = vec![f64::NEG_INFINITY; dims.total_q * h];
     for bi in 0..b {
@@ -135,6 +138,11 @@ fn naive(call: &KvCacheCall, t: &Tensors, stack: Stack) -> (Vec<f64>, Vec<f64>) 
                 let qi = &q[r * d..(r + 1) * d];
                 let (lo, hi) = resolved.mask.key_range(i, sq, sk);
                 if lo >= hi {
+                    if let (Some(Some(tiles)), Some(sinks)) = (tiles, sinks) {
+                        if tiles.row_tile(i, head % group, sq, sk, None).has_key_block {
+                            lse[r] = sinks.data[[head]];
+                        }
+                    }
                     continue;
                 }
                 let scores: Vec<f64> = (lo..hi)
@@ -173,6 +181,37 @@ fn naive(call: &KvCacheCall, t: &Tensors, stack: Stack) -> (Vec<f64>, Vec<f64>) 
         }
     }
     (out, lse)
+}
+
+/// mate's tile geometry for the call (`None` for head dims it has no kernel for).
+fn musa_tiles(args: &fa3conform::call::BoundArgs, dims: &Dims, mask: Mask) -> Option<Tiles> {
+    let group = dims.num_heads / dims.num_heads_k;
+    let pack_gqa = match args.get(Param::PackGqa) {
+        PyValue::None => None,
+        v => v.truthy(),
+    };
+    let config = mate::kernel_config(
+        dims.head_size,
+        dims.head_size_v,
+        dims.seqlen_q as i64,
+        group as i64,
+        pack_gqa,
+    )
+    .ok()?;
+    let (sq, sk) = (dims.seqlen_q as i64, dims.seqlen_k as i64);
+    let (is_causal, is_local, window_left, window_right, attention_chunk) = match mask {
+        Mask::Full => (false, false, sk - 1, sq - 1, 0),
+        Mask::Causal => (true, false, sk - 1, 0, 0),
+        Mask::Local { left, right, chunk } => (false, true, left, right, chunk),
+    };
+    let resolved = ResolvedMask {
+        is_causal,
+        is_local,
+        window_left,
+        window_right,
+        attention_chunk,
+    };
+    Some(Tiles::new(&config, group, resolved))
 }
 
 #[test]

@@ -41,6 +41,22 @@ typedef struct fa3_tensor {
     int64_t stride[4];
 } fa3_tensor;
 
+/* How the forward reads cache rows the call's lengths do not bound (docs/musa-device.md §1): the
+ * V rows after a sequence's last key inside its last key block (multiplied by P = 0, D3) and key
+ * positions past the capacity (D5). Every variant stays inside the buffers it is given. */
+typedef enum fa3_kv_reads {
+    /* Only the sequence's keys, which the caller checked lie within the capacity (the CUDA
+     * stacks' model). */
+    FA3_KV_READS_KEYS = 0,
+    /* mate's TME loads of a contiguous cache: the whole block, bounded by the cache tensor's shape
+     * (positions past the capacity read as zero). */
+    FA3_KV_READS_SHAPE_BOUNDED = 1,
+    /* mate's LSU loads and every paged load: the whole block, addressed through the cache row or
+     * the page table as the device computes it; a page-table entry past the table reads as 0,
+     * an element outside the cache buffer as zero (robust loads). */
+    FA3_KV_READS_ROBUST = 2
+} fa3_kv_reads;
+
 /* An int32 vector (cu_seqlens, cache_seqlens, ...): NULL data means "not given". */
 typedef struct fa3_index {
     const int32_t *data;
@@ -76,6 +92,16 @@ typedef struct fa3_fwd_params {
     int64_t tile_m, tile_n;
     int64_t num_splits; /* S_F: split slots of o_accum/lse_accum */
 
+    /* Where the modelled device departs from clean attention (docs/musa-device.md). */
+    int32_t clamp_row_max;      /* a running row maximum of -inf becomes 0 (mate, D1) */
+    int32_t sink_on_empty_rows; /* a row with no visible key in a tile with a key block: LSE = sink */
+    int32_t round_p;            /* P is rounded to q's dtype (f16/bf16) before P.V */
+    int32_t k_reads, v_reads;   /* fa3_kv_reads of K and of V */
+    int64_t append_dim, append_dim_v; /* columns the append stores per row; those past head_dim
+                                       * (head_dim_v) are written as zero (D4) */
+    int64_t rotary_rows;        /* cos/sin rows the device reads; rows past them (or past the
+                                 * tensor) read as 0 (D5) */
+
     /* Scheduler metadata (indexed by sorted position); data NULL when the call has none. */
     fa3_index num_splits_dynamic, batch_table, num_m_blocks;
 
@@ -93,7 +119,9 @@ typedef struct fa3_tile {
 int64_t fa3_fwd_workspace_floats(const fa3_fwd_params *params);
 
 /* Append-KV pass for one batch entry: rotates k_new (when rotary_cos is given) and writes k_new /
- * v_new into the caches at cache_seqlens[b] through cache_batch_idx or the page table. */
+ * v_new into the caches at cache_seqlens[b] through cache_batch_idx or the page table, addressed as
+ * the device addresses them (a position past the capacity lands in the next cache row or the page
+ * the next page-table entry names); stores outside the cache buffer are dropped. */
 void fa3_append_kv(const fa3_fwd_params *params, int64_t batch);
 
 /* Runs one forward tile with `workspace` of fa3_fwd_workspace_floats floats. */

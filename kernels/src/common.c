@@ -34,12 +34,20 @@ void fa3_load_row(const fa3_tensor *t, int64_t first, int64_t count, float *dst)
     }
 }
 
+/* Entry `i` of a cos/sin table for a row the device reads: 0 past the rows it reads (robust load)
+ * or past the tensor. */
+static float rotary_entry(const fa3_fwd_params *params, const fa3_tensor *t, int64_t position,
+                          int64_t i) {
+    int64_t at = position * t->stride[0] + i;
+    int readable = position >= 0 && position < params->rotary_rows && at < t->numel;
+    return readable ? fa3_load(t, at) : 0.0f;
+}
+
 void fa3_rotate(const fa3_fwd_params *params, int64_t position, float *x, int32_t dtype) {
     int64_t half = params->rotary_dim / 2;
-    int64_t row = position * params->rotary_cos.stride[0];
     for (int64_t i = 0; i < half; ++i) {
-        float c = fa3_load(&params->rotary_cos, row + i);
-        float s = fa3_load(&params->rotary_sin, row + i);
+        float c = rotary_entry(params, &params->rotary_cos, position, i);
+        float s = rotary_entry(params, &params->rotary_sin, position, i);
         /* Interleaved pairs (2i, 2i+1); GPT-NeoX pairs (i, i + rotary_dim/2). */
         int64_t i0 = params->rotary_interleaved ? 2 * i : i;
         int64_t i1 = params->rotary_interleaved ? 2 * i + 1 : i + half;
@@ -100,11 +108,47 @@ int64_t fa3_cache_offset(const fa3_fwd_params *params, const fa3_tensor *t, int6
     return kv_batch * t->stride[0] + position * t->stride[1] + head * t->stride[2];
 }
 
+int64_t fa3_device_offset(const fa3_fwd_params *params, const fa3_tensor *t, int64_t kv_batch,
+                          int64_t position, int64_t head) {
+    if (params->page_table.data) {
+        int64_t entry = kv_batch * params->page_table_stride + position / params->page_size;
+        int64_t page = entry < params->page_table.numel ? params->page_table.data[entry] : 0;
+        return page * t->stride[0] + (position % params->page_size) * t->stride[1] +
+               head * t->stride[2];
+    }
+    return kv_batch * t->stride[0] + position * t->stride[1] + head * t->stride[2];
+}
+
+int64_t fa3_kv_read_offset(const fa3_fwd_params *params, const fa3_tensor *t, int32_t reads,
+                           int64_t kv_batch, int64_t position, int64_t head, int64_t count) {
+    if (reads == FA3_KV_READS_KEYS) {
+        return fa3_cache_offset(params, t, kv_batch, position, head);
+    }
+    if (reads == FA3_KV_READS_SHAPE_BOUNDED && !params->page_table.data && position >= params->seqlen_k) {
+        return -1;
+    }
+    int64_t at = fa3_device_offset(params, t, kv_batch, position, head);
+    return at >= 0 && at + count <= t->numel ? at : -1;
+}
+
+/* Stores `count` values at the device's address of (position, head); values that fall outside the
+ * cache buffer are dropped, as the device's robust stores drop them. */
+static void store_row(const fa3_fwd_params *params, const fa3_tensor *t, int64_t kv_batch,
+                      int64_t position, int64_t head, const float *row, int64_t count) {
+    int64_t at = fa3_device_offset(params, t, kv_batch, position, head);
+    for (int64_t i = 0; i < count; ++i) {
+        if (at + i >= 0 && at + i < t->numel) {
+            fa3_store(t, at + i, row[i]);
+        }
+    }
+}
+
 void fa3_append_kv(const fa3_fwd_params *params, int64_t batch) {
     fa3_seqlens s = fa3_seqlens_of(params, batch);
-    int64_t dmax = params->head_dim > params->head_dim_v ? params->head_dim : params->head_dim_v;
+    int64_t k_dims = fa3_max64(params->head_dim, params->append_dim);
+    int64_t v_dims = fa3_max64(params->head_dim_v, params->append_dim_v);
     /* Head dims are bounded by the caller (at most a few thousand); a VLA keeps this allocation-free. */
-    float row[dmax];
+    float row[fa3_max64(k_dims, v_dims)];
     int64_t first_position = s.leftpad + s.seqlen_k_old;
     for (int64_t t = 0; t < s.seqlen_k_new; ++t) {
         int64_t position = first_position + t;
@@ -116,17 +160,14 @@ void fa3_append_kv(const fa3_fwd_params *params, int64_t batch) {
             if (params->rotary_cos.data) {
                 fa3_rotate(params, s.rotary_start + t, row, params->k_cache.dtype);
             }
-            int64_t k_dst = fa3_cache_offset(params, &params->k_cache, s.kv_batch, position, h);
-            for (int64_t i = 0; i < params->head_dim; ++i) {
-                fa3_store(&params->k_cache, k_dst + i, row[i]);
-            }
+            /* Columns past the head dim: the staged tile's fill (docs/musa-device.md D4). */
+            memset(row + params->head_dim, 0, (size_t)(k_dims - params->head_dim) * sizeof(float));
+            store_row(params, &params->k_cache, s.kv_batch, position, h, row, params->append_dim);
             int64_t v_src = batch * params->v_new.stride[0] + src_row * params->v_new.stride[1] +
                             h * params->v_new.stride[2];
             fa3_load_row(&params->v_new, v_src, params->head_dim_v, row);
-            int64_t v_dst = fa3_cache_offset(params, &params->v_cache, s.kv_batch, position, h);
-            for (int64_t i = 0; i < params->head_dim_v; ++i) {
-                fa3_store(&params->v_cache, v_dst + i, row[i]);
-            }
+            memset(row + params->head_dim_v, 0, (size_t)(v_dims - params->head_dim_v) * sizeof(float));
+            store_row(params, &params->v_cache, s.kv_batch, position, h, row, params->append_dim_v);
         }
     }
 }

@@ -210,8 +210,20 @@ typedef struct fa3_seqlens {
 
 fa3_seqlens fa3_seqlens_of(const fa3_fwd_params *params, int64_t batch);
 
-/* Element offset of key position `position`, KV head `head` in a cache with `t`'s strides. */
+/* Element offset of key position `position`, KV head `head` in a cache with `t`'s strides; the
+ * caller checked that the position lies within the capacity and its page exists. */
 int64_t fa3_cache_offset(const fa3_fwd_params *params, const fa3_tensor *t, int64_t kv_batch,
                          int64_t position, int64_t head);
+
+/* The element offset the device computes for cache position `position` of KV head `head`: cache
+ * row `kv_batch` at any position (past the capacity: the next row's memory), or the page the
+ * page-table entry names (an entry past the table reads as 0). May lie outside `t`. */
+int64_t fa3_device_offset(const fa3_fwd_params *params, const fa3_tensor *t, int64_t kv_batch,
+                          int64_t position, int64_t head);
+
+/* The offset of the `count` values the device reads for that position with load path `reads`
+ * (fa3_kv_reads), or -1 where the read gives zeros. A returned row lies inside `t`. */
+int64_t fa3_kv_read_offset(const fa3_fwd_params *params, const fa3_tensor *t, int32_t reads,
+                           int64_t kv_batch, int64_t position, int64_t head, int64_t count);
 
 #endif /* FA3_INTERNAL_H */

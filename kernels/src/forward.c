@@ -64,10 +64,11 @@ static void gemm_acc(float *restrict c, int64_t ldc, const float *restrict a, in
     }
 }
 
-/* 2^x for x <= 0, branch-free so that loops over it vectorise; exactly 0 below -127 (and for
- * -inf). Degree-6 polynomial on [-0.5, 0.5], relative error about 1e-7. */
+/* 2^x, branch-free so that loops over it vectorise: exactly 0 at and below -127 (and for -inf),
+ * +inf from 127.5 on (and for +inf), NaN for NaN. Degree-6 polynomial on [-0.5, 0.5], relative
+ * error about 1e-7. */
 static inline float exp2_approx(float x) {
-    float clamped = x < -127.0f ? -127.0f : x;
+    float clamped = x < -127.0f ? -127.0f : (x > 128.0f ? 128.0f : x);
     float n = (clamped + 12582912.0f) - 12582912.0f; /* round to nearest integer */
     float f = clamped - n;
     float p = 1.5403530e-4f;
@@ -77,8 +78,10 @@ static inline float exp2_approx(float x) {
     p = p * f + 2.4022651e-1f;
     p = p * f + 6.9314718e-1f;
     p = p * f + 1.0f;
-    int32_t e = (int32_t)n + 127;
-    return p * fa3_bits_f32((uint32_t)e << 23);
+    /* A NaN x compares false both ways above; keep it out of the integer conversion. */
+    int32_t e = (x == x ? (int32_t)n : 0) + 127;
+    float r = p * fa3_bits_f32((uint32_t)e << 23);
+    return x == x ? r : x;
 }
 
 /* Keys whose K and V rows are prefetched ahead of the one being converted: paged and
@@ -199,10 +202,14 @@ void FA3_TILE_FN(const fa3_fwd_params *params, const fa3_tile *tile, float *work
     if (params->v_descale.data) {
         descale_v = fa3_load(&params->v_descale, b * params->v_descale.stride[0] + kv_head * params->v_descale.stride[1]);
     }
+    /* Scores stay raw (q.k, or softcap.tanh(q.k.scale/softcap) with the scale then 1), the row
+     * maximum is taken over raw scores and the exponent scales both (docs/musa-device.md §1). */
     const int has_softcap = params->softcap != 0.0f;
-    const float score_scale = has_softcap ? descale_qk * params->softmax_scale / params->softcap
-                                          : descale_qk * params->softmax_scale * FA3_LOG2E;
-    const float softcap_log2 = params->softcap * FA3_LOG2E;
+    const float scale_ln = has_softcap ? 1.0f : descale_qk * params->softmax_scale;
+    const float scale_log2 = scale_ln * FA3_LOG2E;
+    const float softcap_arg = has_softcap ? descale_qk * params->softmax_scale / params->softcap : 0.0f;
+    const int round_p = params->round_p &&
+                        (params->q.dtype == FA3_DTYPE_F16 || params->q.dtype == FA3_DTYPE_BF16);
 
     int64_t n_min, n_max;
     block_range(params, &s, tile->m_block, group, &n_min, &n_max);
@@ -212,33 +219,52 @@ void FA3_TILE_FN(const fa3_fwd_params *params, const fa3_tile *tile, float *work
     int64_t n_end = fa3_min64(n_max, n_begin + per);
 
     float kv_row[d > dv ? d : dv];
-    for (int64_t n = n_begin; n < n_end; ++n) {
+    /* Key blocks from the last down, as the device visits them. */
+    for (int64_t n = n_end - 1; n >= n_begin; --n) {
+        const int first = n == n_end - 1;
         int64_t key0 = n * bn;
         int64_t keys = fa3_min64(bn, s.seqlen_k - key0);
-        /* K^T and V of this block in f32; K^T's columns past the last key and V's columns past
-         * dv are zero (the products read them), V's rows past the last key are never read. */
+        /* The device multiplies P with every V row of the block; rows past the last key (P = 0)
+         * hold whatever its load path reads there (D3). K's rows past it only meet masked scores. */
+        int64_t v_rows = params->v_reads == FA3_KV_READS_KEYS ? keys : bn;
         if (keys < bn) {
             for (int64_t c = 0; c < d; ++c) {
                 memset(kt + c * bn + keys, 0, (size_t)(bn - keys) * sizeof(float));
             }
         }
-        int64_t prefetch_end = fa3_min64(n_end * bn, s.seqlen_k);
-        for (int64_t j = 0; j < keys; ++j) {
-            if (key0 + j + FA3_PREFETCH_KEYS < prefetch_end) {
-                int64_t ahead = s.leftpad + key0 + j + FA3_PREFETCH_KEYS;
-                prefetch_row(&params->k_cache,
-                             fa3_cache_offset(params, &params->k_cache, s.kv_batch, ahead, kv_head), d);
-                prefetch_row(&params->v_cache,
-                             fa3_cache_offset(params, &params->v_cache, s.kv_batch, ahead, kv_head), dv);
+        for (int64_t j = 0; j < v_rows; ++j) {
+            /* Prefetch FA3_PREFETCH_KEYS rows ahead, into the next block visited near the end. */
+            int64_t ahead = j + FA3_PREFETCH_KEYS;
+            int64_t next = ahead < keys ? key0 + ahead : (n > n_begin ? key0 - bn + (ahead - keys) : -1);
+            if (next >= 0 && next < key0 + bn) {
+                int64_t pos = s.leftpad + next;
+                int64_t k_next = fa3_kv_read_offset(params, &params->k_cache, params->k_reads, s.kv_batch, pos, kv_head, d);
+                int64_t v_next = fa3_kv_read_offset(params, &params->v_cache, params->v_reads, s.kv_batch, pos, kv_head, dv);
+                if (k_next >= 0) {
+                    prefetch_row(&params->k_cache, k_next, d);
+                }
+                if (v_next >= 0) {
+                    prefetch_row(&params->v_cache, v_next, dv);
+                }
             }
             int64_t cache_pos = s.leftpad + key0 + j;
-            int64_t k_at = fa3_cache_offset(params, &params->k_cache, s.kv_batch, cache_pos, kv_head);
-            fa3_load_row(&params->k_cache, k_at, d, kv_row);
-            for (int64_t c = 0; c < d; ++c) {
-                kt[c * bn + j] = kv_row[c];
+            if (j < keys) {
+                int64_t k_at = fa3_kv_read_offset(params, &params->k_cache, params->k_reads, s.kv_batch, cache_pos, kv_head, d);
+                if (k_at >= 0) {
+                    fa3_load_row(&params->k_cache, k_at, d, kv_row);
+                } else {
+                    memset(kv_row, 0, (size_t)d * sizeof(float));
+                }
+                for (int64_t c = 0; c < d; ++c) {
+                    kt[c * bn + j] = kv_row[c];
+                }
             }
-            int64_t v_at = fa3_cache_offset(params, &params->v_cache, s.kv_batch, cache_pos, kv_head);
-            fa3_load_row(&params->v_cache, v_at, dv, v + j * dv_pad);
+            int64_t v_at = fa3_kv_read_offset(params, &params->v_cache, params->v_reads, s.kv_batch, cache_pos, kv_head, dv);
+            if (v_at >= 0) {
+                fa3_load_row(&params->v_cache, v_at, dv, v + j * dv_pad);
+            } else {
+                memset(v + j * dv_pad, 0, (size_t)dv * sizeof(float));
+            }
             memset(v + j * dv_pad + dv, 0, (size_t)(dv_pad - dv) * sizeof(float));
         }
         memset(scores, 0, (size_t)(rows * bn) * sizeof(float));
@@ -256,11 +282,7 @@ void FA3_TILE_FN(const fa3_fwd_params *params, const fa3_tile *tile, float *work
             int64_t lo = key_lo[r] - key0, hi = key_hi[r] - key0;
             if (has_softcap) {
                 for (int64_t j = 0; j < bn; ++j) {
-                    srow[j] = tanhf(srow[j] * score_scale) * softcap_log2;
-                }
-            } else {
-                for (int64_t j = 0; j < bn; ++j) {
-                    srow[j] *= score_scale;
+                    srow[j] = params->softcap * tanhf(srow[j] * softcap_arg);
                 }
             }
             for (int64_t j = 0; j < bn; ++j) {
@@ -280,21 +302,23 @@ void FA3_TILE_FN(const fa3_fwd_params *params, const fa3_tile *tile, float *work
             for (int x = 0; x < FA3_COLS; ++x) {
                 block_max = block_max > lane[x] ? block_max : lane[x];
             }
-            float new_max = row_max[r] > block_max ? row_max[r] : block_max;
-            if (new_max == -INFINITY) {
-                /* Nothing attendable yet: the row stays empty and adds nothing to O. */
-                memset(srow, 0, (size_t)bn * sizeof(float));
-                continue;
+            float previous = row_max[r];
+            float new_max = first || block_max > previous ? block_max : previous;
+            if (params->clamp_row_max && new_max == -INFINITY) {
+                /* mate keeps 0 as the row's maximum (softmax.hpp L80-L82, D1). */
+                new_max = 0.0f;
             }
-            float rescale = exp2_approx(row_max[r] - new_max);
+            /* A maximum of -inf (nothing visible yet) counts as 0 in the exponent. */
+            float max_used = new_max == -INFINITY ? 0.0f : new_max;
+            float max_scaled = max_used * scale_log2;
             for (int x = 0; x < FA3_COLS; ++x) {
                 lane[x] = 0.0f;
             }
             for (int64_t j = 0; j < bn; j += FA3_COLS) {
                 for (int x = 0; x < FA3_COLS; ++x) {
-                    float p = exp2_approx(srow[j + x] - new_max);
-                    srow[j + x] = p;
+                    float p = exp2_approx(srow[j + x] * scale_log2 - max_scaled);
                     lane[x] += p;
+                    srow[j + x] = round_p ? fa3_round_to(params->q.dtype, p) : p;
                 }
             }
             float sum = 0.0f;
@@ -302,27 +326,38 @@ void FA3_TILE_FN(const fa3_fwd_params *params, const fa3_tile *tile, float *work
                 sum += lane[x];
             }
             row_max[r] = new_max;
-            row_sum[r] = row_sum[r] * rescale + sum;
-            float *orow = o + r * dv_pad;
-            for (int64_t c = 0; c < dv_pad; ++c) {
-                orow[c] *= rescale;
+            if (first) {
+                row_sum[r] = sum;
+            } else {
+                float rescale = exp2_approx((previous - max_used) * scale_log2);
+                row_sum[r] = row_sum[r] * rescale + sum;
+                float *orow = o + r * dv_pad;
+                for (int64_t c = 0; c < dv_pad; ++c) {
+                    orow[c] *= rescale;
+                }
             }
         }
-        gemm_acc(o, dv_pad, scores, bn, v, dv_pad, rows, dv_pad, keys);
+        gemm_acc(o, dv_pad, scores, bn, v, dv_pad, rows, dv_pad, v_rows);
     }
 
     const int partial = tile->num_splits_of_batch > 1;
+    const int tile_valid = n_end > n_begin;
     const int with_sink = params->sinks.data != NULL && tile->split == 0;
     for (int64_t r = 0; r < rows; ++r) {
         int64_t qrow = s.q_row_base + position[r];
+        /* A tile with no key block stores O = 0, LSE = -inf; otherwise softmax.hpp's tail. */
         float lse = -INFINITY, inv_sum = 0.0f;
-        if (row_max[r] != -INFINITY) {
+        if (tile_valid) {
+            int empty = row_max[r] == -INFINITY;
+            float max_used = empty ? 0.0f : row_max[r];
             float sum = row_sum[r];
-            if (with_sink) {
-                sum += exp2f(fa3_load(&params->sinks, head[r]) * FA3_LOG2E - row_max[r]);
+            if (with_sink && (!empty || params->sink_on_empty_rows)) {
+                sum += exp2f(fa3_load(&params->sinks, head[r]) * FA3_LOG2E - max_used * scale_log2);
             }
-            inv_sum = 1.0f / sum;
-            lse = (row_max[r] + log2f(sum)) * FA3_LN2;
+            if (sum != 0.0f && sum == sum) {
+                inv_sum = 1.0f / sum;
+                lse = max_used * scale_ln + logf(sum);
+            }
         }
         const float *orow = o + r * dv_pad;
         if (partial) {
@@ -330,14 +365,14 @@ void FA3_TILE_FN(const fa3_fwd_params *params, const fa3_tile *tile, float *work
             int64_t at = b * acc->stride[0] + head[r] * acc->stride[1] + tile->split * acc->stride[2] +
                          qrow * acc->stride[3];
             for (int64_t c = 0; c < dv; ++c) {
-                fa3_store(acc, at + c, orow[c] * inv_sum * descale_v);
+                fa3_store(acc, at + c, tile_valid ? orow[c] * inv_sum * descale_v : 0.0f);
             }
             const fa3_tensor *lacc = &params->lse_accum;
             fa3_store(lacc, b * lacc->stride[0] + head[r] * lacc->stride[1] + tile->split * lacc->stride[2] + qrow * lacc->stride[3], lse);
         } else {
             int64_t at = b * params->out.stride[0] + qrow * params->out.stride[1] + head[r] * params->out.stride[2];
             for (int64_t c = 0; c < dv; ++c) {
-                fa3_store(&params->out, at + c, orow[c] * inv_sum * descale_v);
+                fa3_store(&params->out, at + c, tile_valid ? orow[c] * inv_sum * descale_v : 0.0f);
             }
             fa3_store(&params->lse, b * params->lse.stride[0] + head[r] * params->lse.stride[1] + qrow * params->lse.stride[2], lse);
         }

@@ -215,6 +215,8 @@ impl ExpectedNumbers {
             v_cache: cache(names::V_CACHE),
             dtype: self.input_dtype,
             rotated_keys: self.rotated_keys,
+            unspecified: None,
+            max_logit: None,
         }
     }
 }

@@ -213,6 +213,8 @@ fn compare_outputs(expected: &ExpectedNumbers, result: &TensorFile) -> CaseStatu
         v_cache: expected.appends_kv.then(|| values(names::V_CACHE)),
         dtype: expected.input_dtype,
         rotated_keys: expected.rotated_keys,
+        unspecified: None,
+        max_logit: None,
     };
     match tolerance::compare(
         &returned,

@@ -9,6 +9,7 @@
 pub mod numerics;
 
 use crate::call::{Device, KvCacheCall, PyValue, TensorArg, TensorValues, python_float_repr};
+use crate::device;
 use crate::musa::InjectionCache;
 use crate::report::documents::certify as doc;
 use crate::report::junit::{self, TestRun};
@@ -80,14 +81,17 @@ impl CallReport {
 }
 
 /// Validates `call` against `selected`, plus the gate profile. A call the gate profile accepts
-/// also gets the stale-metadata findings: whether the scheduler metadata it passes (or that
-/// SGLang would inject, or that `metadata_args` describe) matches the call.
+/// also gets the stale-metadata findings (whether the scheduler metadata it passes, or that
+/// SGLang would inject, or that `metadata_args` describe, matches the call) and the device's
+/// departures from clean attention it runs into ([`device::findings`]).
 pub fn certify_call(call: &KvCacheCall, selected: &[&'static dyn Profile]) -> CallReport {
     let mut gate = profiles::by_name(GATE_PROFILE)
         .expect("the gate profile is registered")
         .validate(call);
-    if gate.resolved().is_some() {
+    if let Some(resolved) = gate.resolved() {
+        let departures = device::findings(call, resolved);
         gate.hazards.extend(stale_metadata_findings(call));
+        gate.hazards.extend(departures);
     }
     let verdicts: Vec<Verdict> = selected
         .iter()

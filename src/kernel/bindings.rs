@@ -37,6 +37,10 @@ const _: () = {
         "Offset of field: fa3_tensor::stride",
     ][::core::mem::offset_of!(fa3_tensor, stride) - 24usize];
 };
+pub const FA3_KV_READS_KEYS: fa3_kv_reads = 0;
+pub const FA3_KV_READS_SHAPE_BOUNDED: fa3_kv_reads = 1;
+pub const FA3_KV_READS_ROBUST: fa3_kv_reads = 2;
+pub type fa3_kv_reads = ::core::ffi::c_uint;
 #[repr(C)]
 #[derive(Debug, Copy, Clone)]
 pub struct fa3_index {
@@ -103,6 +107,14 @@ pub struct fa3_fwd_params {
     pub tile_m: i64,
     pub tile_n: i64,
     pub num_splits: i64,
+    pub clamp_row_max: i32,
+    pub sink_on_empty_rows: i32,
+    pub round_p: i32,
+    pub k_reads: i32,
+    pub v_reads: i32,
+    pub append_dim: i64,
+    pub append_dim_v: i64,
+    pub rotary_rows: i64,
     pub num_splits_dynamic: fa3_index,
     pub batch_table: fa3_index,
     pub num_m_blocks: fa3_index,
@@ -110,7 +122,7 @@ pub struct fa3_fwd_params {
 }
 #[allow(clippy::unnecessary_operation, clippy::identity_op)]
 const _: () = {
-    ["Size of fa3_fwd_params"][::core::mem::size_of::<fa3_fwd_params>() - 1232usize];
+    ["Size of fa3_fwd_params"][::core::mem::size_of::<fa3_fwd_params>() - 1280usize];
     ["Alignment of fa3_fwd_params"][::core::mem::align_of::<fa3_fwd_params>() - 8usize];
     [
         "Offset of field: fa3_fwd_params::q",
@@ -251,17 +263,41 @@ const _: () = {
         "Offset of field: fa3_fwd_params::num_splits",
     ][::core::mem::offset_of!(fa3_fwd_params, num_splits) - 1168usize];
     [
+        "Offset of field: fa3_fwd_params::clamp_row_max",
+    ][::core::mem::offset_of!(fa3_fwd_params, clamp_row_max) - 1176usize];
+    [
+        "Offset of field: fa3_fwd_params::sink_on_empty_rows",
+    ][::core::mem::offset_of!(fa3_fwd_params, sink_on_empty_rows) - 1180usize];
+    [
+        "Offset of field: fa3_fwd_params::round_p",
+    ][::core::mem::offset_of!(fa3_fwd_params, round_p) - 1184usize];
+    [
+        "Offset of field: fa3_fwd_params::k_reads",
+    ][::core::mem::offset_of!(fa3_fwd_params, k_reads) - 1188usize];
+    [
+        "Offset of field: fa3_fwd_params::v_reads",
+    ][::core::mem::offset_of!(fa3_fwd_params, v_reads) - 1192usize];
+    [
+        "Offset of field: fa3_fwd_params::append_dim",
+    ][::core::mem::offset_of!(fa3_fwd_params, append_dim) - 1200usize];
+    [
+        "Offset of field: fa3_fwd_params::append_dim_v",
+    ][::core::mem::offset_of!(fa3_fwd_params, append_dim_v) - 1208usize];
+    [
+        "Offset of field: fa3_fwd_params::rotary_rows",
+    ][::core::mem::offset_of!(fa3_fwd_params, rotary_rows) - 1216usize];
+    [
         "Offset of field: fa3_fwd_params::num_splits_dynamic",
-    ][::core::mem::offset_of!(fa3_fwd_params, num_splits_dynamic) - 1176usize];
+    ][::core::mem::offset_of!(fa3_fwd_params, num_splits_dynamic) - 1224usize];
     [
         "Offset of field: fa3_fwd_params::batch_table",
-    ][::core::mem::offset_of!(fa3_fwd_params, batch_table) - 1192usize];
+    ][::core::mem::offset_of!(fa3_fwd_params, batch_table) - 1240usize];
     [
         "Offset of field: fa3_fwd_params::num_m_blocks",
-    ][::core::mem::offset_of!(fa3_fwd_params, num_m_blocks) - 1208usize];
+    ][::core::mem::offset_of!(fa3_fwd_params, num_m_blocks) - 1256usize];
     [
         "Offset of field: fa3_fwd_params::isa",
-    ][::core::mem::offset_of!(fa3_fwd_params, isa) - 1224usize];
+    ][::core::mem::offset_of!(fa3_fwd_params, isa) - 1272usize];
 };
 #[repr(C)]
 #[derive(Debug, Copy, Clone)]

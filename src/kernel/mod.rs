@@ -14,6 +14,7 @@
 #[rustfmt::skip]
 #[allow(non_camel_case_types, non_upper_case_globals, dead_code, clippy::all)]
 mod bindings;
+mod conventions;
 mod plan;
 
 pub use plan::MAX_HEAD_DIM;
@@ -428,6 +429,7 @@ impl Prepared {
         let rotary_strides = [plan.rotary_dim / 2, 1, 0, 0];
         let metadata = plan.metadata.as_ref();
         let mask = plan.mask;
+        let device = &plan.conventions;
         ffi::fa3_fwd_params {
             q: self.q.view(row_strides(h, d, rows_per_batch)),
             k_cache: self
@@ -479,6 +481,14 @@ impl Prepared {
             tile_m: plan.config.tile_m as i64,
             tile_n: plan.config.tile_n as i64,
             num_splits: plan.num_splits as i64,
+            clamp_row_max: device.clamp_row_max as i32,
+            sink_on_empty_rows: device.sink_on_empty_rows as i32,
+            round_p: device.round_p as i32,
+            k_reads: device.k_reads.code(),
+            v_reads: device.v_reads.code(),
+            append_dim: device.append_dim as i64,
+            append_dim_v: device.append_dim_v as i64,
+            rotary_rows: device.rotary_rows as i64,
             num_splits_dynamic: index_view(metadata.map(|m| &m.num_splits_dynamic)),
             batch_table: index_view(metadata.map(|m| &m.batch_table)),
             num_m_blocks: index_view(metadata.map(|m| &m.num_m_blocks)),

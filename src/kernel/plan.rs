@@ -2,6 +2,7 @@
 //! kernel configuration, metadata, split count) and every size the C code will index with,
 //! re-checked so that no input can make it read or write out of bounds.
 
+use super::conventions::Conventions;
 use super::{KernelError, KernelOptions, MetadataSource};
 use crate::call::{BoundArgs, Dims, Dtype, KvCacheCall, Param, PyValue};
 use crate::mate::{
@@ -29,6 +30,7 @@ pub(super) struct Plan {
     /// S_F: split slots of the partial outputs (1 without metadata).
     pub num_splits: usize,
     pub out_dtype: Dtype,
+    pub conventions: Conventions,
 }
 
 impl Plan {
@@ -187,6 +189,14 @@ pub(super) fn plan(
         check_metadata(metadata, dims.batch_size, num_splits)?;
     }
 
+    let conventions = Conventions::of(
+        options.stack,
+        &dims,
+        &config,
+        lengths.leftpad.is_some(),
+        tensors.contains_key("rotary_cos"),
+        tensors.get("rotary_cos").map_or(0, |t| t.shape()[0]),
+    );
     let cache_seqlens = lengths
         .cache_seqlens
         .map(|l| l.into_iter().map(|x| x as i32).collect());
@@ -206,6 +216,7 @@ pub(super) fn plan(
         } else {
             q_dtype
         },
+        conventions,
     })
 }
 
@@ -343,9 +354,12 @@ impl Planner<'_> {
         let cu_q = ints(tensors, "cu_seqlens_q");
         if let Some(cu) = &cu_q {
             check_cu_seqlens(cu, b, dims.total_q, "cu_seqlens_q")?;
+            // mate runs longer segments over max_seqlen_q's m-blocks (docs/musa-device.md D5).
             ensure(
-                cu.windows(2)
-                    .all(|w| (w[1] - w[0]) as usize <= dims.seqlen_q),
+                self.mate_only
+                    || cu
+                        .windows(2)
+                        .all(|w| (w[1] - w[0]) as usize <= dims.seqlen_q),
                 || "a cu_seqlens_q length exceeds max_seqlen_q".into(),
             )?;
         }
@@ -430,17 +444,30 @@ impl Planner<'_> {
         }
     }
 
-    /// Every batch's left padding, cached and appended keys fit the cache capacity.
+    /// Every batch's left padding, cached and appended keys fit the cache capacity — for mate,
+    /// the positions the model follows: mate appends and reads past the capacity through its own
+    /// addressing (docs/musa-device.md D5), modelled as far as one cache pool past it.
     fn check_fit(&self, lengths: &Lengths) -> Result<(), KernelError> {
-        let capacity = self.dims.seqlen_k as i64;
-        for i in 0..self.dims.batch_size {
+        let dims = self.dims;
+        let capacity = dims.seqlen_k as i64;
+        let cache_rows = if dims.paged {
+            dims.page_size
+        } else {
+            dims.seqlen_k
+        };
+        let reachable = if self.mate_only {
+            capacity + (dims.cache_batch * cache_rows) as i64
+        } else {
+            capacity
+        };
+        for i in 0..dims.batch_size {
             let used = lengths.cache_seqlens.as_ref().map_or(capacity, |l| l[i]);
             let pad = lengths.leftpad.as_ref().map_or(0, |l| l[i]);
             let new = self.new_len(lengths, i);
-            ensure(0 <= pad && pad <= used && used + new <= capacity, || {
+            ensure(0 <= pad && pad <= used && used + new <= reachable, || {
                 format!(
                     "batch {i}: leftpad {pad}, cache_seqlens {used} and {new} new keys do not fit \
-                     the cache capacity {capacity}"
+                     the {reachable} positions modelled (cache capacity {capacity})"
                 )
             })?;
         }
@@ -550,7 +577,8 @@ impl Planner<'_> {
                 1
             };
             let last = start + self.new_len(lengths, i).max(q_span) - 1;
-            ensure(start >= 0 && last < seqlen_ro, || {
+            // mate reads rows past its table as 0 (docs/musa-device.md D5).
+            ensure(start >= 0 && (self.mate_only || last < seqlen_ro), || {
                 format!("batch {i} reads cos/sin rows up to {last}, beyond {seqlen_ro}")
             })?;
         }

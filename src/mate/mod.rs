@@ -10,8 +10,10 @@
 
 mod metadata;
 pub mod python;
+mod tiles;
 
 pub use metadata::{MetadataArgs, SchedulerMetadata, scheduler_metadata};
+pub use tiles::{RowTile, Tiles};
 
 use python::PyNum;
 use thiserror::Error;

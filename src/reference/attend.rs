@@ -16,6 +16,8 @@ const ROW_BLOCK: usize = 128;
 pub struct GroupResult {
     pub out: Array2<f64>,
     pub lse: Array1<f64>,
+    /// The largest scaled logit of each row (−inf without keys).
+    pub max_logit: Array1<f64>,
 }
 
 /// Keys and values of one (batch, KV head), `(seqlen_k, d)` and `(seqlen_k, dv)`.
@@ -145,7 +147,8 @@ pub fn attend_group(
     let rows = ops.q.nrows();
     let group = p.group_size();
     let mut out = Array2::zeros((rows, p.head_dim_v));
-    let mut lse = Array1::from_elem(rows, f64::NEG_INFINITY);
+    let mut lse = Array1::from_shape_fn(rows, |r| empty_row_lse(p, b, hk, r));
+    let mut max_logit = Array1::from_elem(rows, f64::NEG_INFINITY);
     let low = p.precision == Precision::LowPrecision;
     let work = p.work_dtype();
     let round = |x: f64| if low { round_to(work, x) } else { x };
@@ -179,7 +182,8 @@ pub fn attend_group(
             let head = hk * group + (r0 + local) / sq;
             let sink = p.sinks.as_ref().map(|s| s[head]);
             let (a, z) = (lo - c0, hi - c0);
-            lse[r0 + local] = softmax_in_place(p, row.slice_mut(s![a..z]), ops.score_factor, sink);
+            (lse[r0 + local], max_logit[r0 + local]) =
+                softmax_in_place(p, row.slice_mut(s![a..z]), ops.score_factor, sink);
             // Columns outside the row's range get probability 0.
             row.slice_mut(s![..a]).fill(0.0);
             row.slice_mut(s![z..]).fill(0.0);
@@ -190,17 +194,39 @@ pub fn attend_group(
     if ops.out_factor != 1.0 {
         out.mapv_inplace(|x| x * ops.out_factor);
     }
-    Ok(GroupResult { out, lse })
+    Ok(GroupResult {
+        out,
+        lse,
+        max_logit,
+    })
+}
+
+/// The lse of group row `r` if it attends no key: −inf, except on MUSA with a sink where the row's
+/// tile has a key block — mate keeps the row's maximum at 0 and adds `exp(sink)` to the empty sum
+/// (docs/musa-device.md D1, musa-fa3.md §7).
+fn empty_row_lse(p: &Problem, b: usize, hk: usize, r: usize) -> f64 {
+    let batch = &p.batches[b];
+    let (g, i) = (r / batch.seqlen_q, r % batch.seqlen_q);
+    match (&p.tiles, &p.sinks) {
+        (Some(tiles), Some(sinks))
+            if tiles
+                .row_tile(i, g, batch.seqlen_q, batch.seqlen_k(), None)
+                .has_key_block =>
+        {
+            sinks[hk * p.group_size() + g]
+        }
+        _ => f64::NEG_INFINITY,
+    }
 }
 
 /// Turns the raw scores of a row's attended keys (at least one) into probabilities in place and
-/// returns the row's lse.
+/// returns the row's lse and its largest scaled logit.
 fn softmax_in_place(
     p: &Problem,
     mut row: ndarray::ArrayViewMut1<f64>,
     score_factor: f64,
     sink: Option<f64>,
-) -> f64 {
+) -> (f64, f64) {
     let low = p.precision == Precision::LowPrecision;
     let work = p.work_dtype();
     let round = |x: f64| if low { round_to(work, x) } else { x };
@@ -226,5 +252,5 @@ fn softmax_in_place(
             }
         });
     }
-    shift + denominator.ln()
+    (shift + denominator.ln(), row_max)
 }

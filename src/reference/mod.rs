@@ -14,12 +14,14 @@
 //!   denominator and so to the lse; `out = P·v` (fp8: times `v_descale`).
 //! * New keys are rotated (rotary) and rounded to the cache dtype before they are stored and
 //!   attended; rotated queries are rounded to the input dtype, as the devices stage them.
-//! * Rows without any attendable key: `out = 0`, `lse = −inf` (also with a sink: the kernels
-//!   compute the lse from the row maximum, −inf; derived from source, not run). FA3 and
-//!   sgl-kernel return `lse = +inf` everywhere when the call has no keys at all
-//!   (`total_k + total_knew == 0`, cuda-fa3.md D.16). Rows of a packed `q` that no
-//!   `cu_seqlens_q` segment covers are left unwritten by the kernels; the reference gives them
-//!   `out = 0`, `lse = −inf`.
+//! * Rows without any attendable key: `out = 0`, `lse = −inf`; on MUSA with a sink, `lse = sink`
+//!   where the row's tile has a key block (mate keeps the row's maximum at 0,
+//!   docs/musa-device.md D1 — sgl-kernel does the same with FA3's tiles, which the reference does
+//!   not model: −inf there). FA3 and sgl-kernel return `lse = +inf` everywhere when the call has
+//!   no keys at all (`total_k + total_knew == 0`, cuda-fa3.md D.16).
+//! * Rows no kernel writes — of a packed `q`, rows no `cu_seqlens_q` segment covers; on MUSA,
+//!   packed rows of a segment longer than `max_seqlen_q` past the grid's m-blocks (D2, D5) — get
+//!   `out = 0`, `lse = −inf` and are marked [`RefOutput::unspecified`]: nothing defines them.
 //! * MUSA's MLA branch (`qv` width 512 with `q` width 64) ignores append, rotary, window, chunk,
 //!   softcap, sinks, leftpad and `cache_batch_idx`, and lays lse out as `(b, seqlen_q, h)`.
 //!
@@ -104,6 +106,22 @@ pub struct RefOutput {
     pub dtype: Dtype,
     /// The appended keys were rotated (so cache keys are compared with a tolerance, not bit-exactly).
     pub rotated_keys: bool,
+    /// Elements no definition fixes (rows no kernel writes, values a device race decides);
+    /// `None` when every element is defined.
+    pub unspecified: Option<Unspecified>,
+    /// The largest scaled logit each row attends, in lse's layout (−inf for rows without keys);
+    /// `None` where the numbers were not computed here (read from a bundle).
+    pub max_logit: Option<ArrayD<f64>>,
+}
+
+/// Masks over `out`, `lse` and the caches (same shapes): `true` where the element is unspecified.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Unspecified {
+    pub out: ArrayD<bool>,
+    pub lse: ArrayD<bool>,
+    /// `None`: every cache element is defined.
+    pub k_cache: Option<ArrayD<bool>>,
+    pub v_cache: Option<ArrayD<bool>>,
 }
 
 /// Why the reference cannot evaluate a call.
@@ -134,6 +152,7 @@ fn evaluate(p: &Problem) -> Result<RefOutput, RefError> {
     let (k_cache, v_cache) = p.appended_caches(&new_tokens)?.unzip();
     let mut out = Array3::<f64>::zeros((p.total_q, p.num_heads, p.head_dim_v));
     let mut lse = Array2::<f64>::from_elem((p.num_heads, p.total_q), f64::NEG_INFINITY);
+    let mut max_logit = lse.clone();
     if p.empty_kv_is_plus_inf() {
         lse.fill(f64::INFINITY);
     } else {
@@ -158,6 +177,7 @@ fn evaluate(p: &Problem) -> Result<RefOutput, RefError> {
                     out.slice_mut(ndarray::s![q_row, head, ..])
                         .assign(&result.out.row(row));
                     lse[[head, q_row]] = result.lse[row];
+                    max_logit[[head, q_row]] = result.max_logit[row];
                 }
             }
         }
@@ -166,6 +186,20 @@ fn evaluate(p: &Problem) -> Result<RefOutput, RefError> {
         let work = p.work_dtype();
         out.mapv_inplace(|x| round_to(work, x));
     }
+    let unspecified = match unwritten_rows(p) {
+        Some(rows) => {
+            let dv = p.head_dim_v;
+            let out_mask =
+                Array3::from_shape_fn((p.total_q, p.num_heads, dv), |(q, h, _)| rows[[q, h]]);
+            Some(Unspecified {
+                out: shape_out(p, out_mask)?,
+                lse: shape_lse(p, rows.t().to_owned())?,
+                k_cache: None,
+                v_cache: None,
+            })
+        }
+        None => None,
+    };
     Ok(RefOutput {
         out: shape_out(p, out)?,
         lse: shape_lse(p, lse)?,
@@ -173,15 +207,40 @@ fn evaluate(p: &Problem) -> Result<RefOutput, RefError> {
         v_cache,
         dtype: p.dtype,
         rotated_keys: p.rotary.is_some() && p.new_kv,
+        unspecified,
+        max_logit: Some(shape_lse(p, max_logit)?),
     })
 }
 
-fn reshape(a: ArrayD<f64>, shape: &[usize]) -> Result<ArrayD<f64>, RefError> {
+/// `(total_q, h)`: rows no kernel writes, or `None` when there are none.
+fn unwritten_rows(p: &Problem) -> Option<Array2<bool>> {
+    if p.empty_kv_is_plus_inf() {
+        // The empty-KV path fills the whole of out and lse.
+        return None;
+    }
+    let mut rows = Array2::from_elem((p.total_q, p.num_heads), true);
+    let group = p.group_size();
+    let grid_rows = p.tiles.map(|t| t.grid_m_blocks(p.seqlen_q) * t.tile_m);
+    for batch in &p.batches {
+        for i in 0..batch.seqlen_q {
+            for h in 0..p.num_heads {
+                let written = match (p.tiles, grid_rows) {
+                    (Some(tiles), Some(limit)) => tiles.packed_row(i, h % group) < limit,
+                    _ => true,
+                };
+                rows[[batch.q_start + i, h]] = !written;
+            }
+        }
+    }
+    rows.iter().any(|&u| u).then_some(rows)
+}
+
+fn reshape<T>(a: ArrayD<T>, shape: &[usize]) -> Result<ArrayD<T>, RefError> {
     a.into_shape_with_order(IxDyn(shape))
         .map_err(|e| RefError::Unevaluable(format!("output layout: {e}")))
 }
 
-fn shape_out(p: &Problem, out: Array3<f64>) -> Result<ArrayD<f64>, RefError> {
+fn shape_out<T: Clone>(p: &Problem, out: Array3<T>) -> Result<ArrayD<T>, RefError> {
     match p.lse_layout {
         LseLayout::HeadTotal => Ok(out.into_dyn()),
         LseLayout::BatchHeadSeq | LseLayout::BatchSeqHead => reshape(
@@ -191,7 +250,7 @@ fn shape_out(p: &Problem, out: Array3<f64>) -> Result<ArrayD<f64>, RefError> {
     }
 }
 
-fn shape_lse(p: &Problem, lse: Array2<f64>) -> Result<ArrayD<f64>, RefError> {
+fn shape_lse<T: Clone>(p: &Problem, lse: Array2<T>) -> Result<ArrayD<T>, RefError> {
     let (b, s, h) = (p.batches.len(), p.seqlen_q, p.num_heads);
     match p.lse_layout {
         LseLayout::HeadTotal => Ok(lse.into_dyn()),

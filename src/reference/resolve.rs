@@ -4,6 +4,7 @@
 use super::mask::{self, Mask, MaskRequest, StaticSizes};
 use super::{Precision, RefError, Stack};
 use crate::call::{BoundArgs, Dims, Dtype, KvCacheCall, LseLayout, Param, PyValue};
+use crate::mate::{self, ResolvedMask, Tiles};
 use crate::numeric::round_to;
 use crate::tensor::{HostTensor, Tensors};
 use ndarray::{Array2, Array3, ArrayD, ArrayView2, ArrayView3, ArrayView4, Ix2, Ix3, Ix4, s};
@@ -194,6 +195,10 @@ pub struct Problem<'a> {
     pub mask: Mask,
     /// FA3/sgl-kernel: a call with no keys at all returns `lse = +inf` (cuda-fa3.md D.16).
     pub empty_kv: bool,
+    /// MUSA: mate's tiling, which decides the lse of fully masked rows with a sink and which query
+    /// rows no tile writes (docs/musa-device.md D1, D5). `None` for other stacks, mate's MLA branch
+    /// and head dims mate has no kernel for.
+    pub tiles: Option<Tiles>,
 }
 
 /// `(k_cache, v_cache)` after the append.
@@ -587,12 +592,15 @@ impl Lengths {
         dims: &Dims,
         kv_rows: usize,
         new_kv: bool,
+        stack: Stack,
     ) -> Result<BatchPlan, RefError> {
         let (q_start, seqlen_q) = match &self.q_segments {
             Some(segs) => segs[i],
             None => (i * dims.seqlen_q, dims.seqlen_q),
         };
-        if seqlen_q > dims.seqlen_q {
+        // mate gives a longer segment a meaning (its rows past the grid's m-blocks are unwritten,
+        // docs/musa-device.md D5).
+        if seqlen_q > dims.seqlen_q && stack != Stack::Musa {
             return Err(unevaluable(format!(
                 "batch {i} has {seqlen_q} queries, more than max_seqlen_q = {}",
                 dims.seqlen_q
@@ -648,6 +656,48 @@ impl Lengths {
     }
 }
 
+/// mate's tiling of the call: its kernel configuration (§6.3, §6.4) and resolved mask.
+fn mate_tiles(args: &BoundArgs, dims: &Dims, mask: Mask) -> Option<Tiles> {
+    let group = dims.num_heads / dims.num_heads_k;
+    let pack_gqa = match args.get(Param::PackGqa) {
+        PyValue::None => None,
+        v => v.truthy(),
+    };
+    let config = mate::kernel_config(
+        dims.head_size,
+        dims.head_size_v,
+        dims.seqlen_q as i64,
+        group as i64,
+        pack_gqa,
+    )
+    .ok()?;
+    let (sq, sk) = (dims.seqlen_q as i64, dims.seqlen_k as i64);
+    let resolved = match mask {
+        Mask::Full => ResolvedMask {
+            is_causal: false,
+            is_local: false,
+            window_left: sk - 1,
+            window_right: sq - 1,
+            attention_chunk: 0,
+        },
+        Mask::Causal => ResolvedMask {
+            is_causal: true,
+            is_local: false,
+            window_left: sk - 1,
+            window_right: 0,
+            attention_chunk: 0,
+        },
+        Mask::Local { left, right, chunk } => ResolvedMask {
+            is_causal: false,
+            is_local: true,
+            window_left: left,
+            window_right: right,
+            attention_chunk: chunk,
+        },
+    };
+    Some(Tiles::new(&config, group, resolved))
+}
+
 impl<'a> Problem<'a> {
     pub fn resolve(
         call: &KvCacheCall,
@@ -686,7 +736,7 @@ impl<'a> Problem<'a> {
             lengths.rotary_seqlens = index_vector(tensors, "rotary_seqlens", b)?;
         }
         let batches = (0..b)
-            .map(|i| lengths.plan(i, &dims, kv_rows, new_kv))
+            .map(|i| lengths.plan(i, &dims, kv_rows, new_kv, stack))
             .collect::<Result<Vec<_>, _>>()?;
 
         let resolved = resolve_mask(&args, tensors, stack, &dims, mla)?;
@@ -724,6 +774,10 @@ impl<'a> Problem<'a> {
             number(&args, Param::SoftmaxScale)?.unwrap_or_else(|| ((d + qv_dim) as f64).powf(-0.5));
         let total_knew = if new_kv { dims.total_new } else { 0 };
         let empty_kv = stack != Stack::Musa && b * cap + total_knew == 0;
+        let tiles = match (stack, mla) {
+            (Stack::Musa, false) => mate_tiles(&args, &dims, resolved.mask),
+            _ => None,
+        };
         let lse_layout = match (dims.varlen_q, mla) {
             (true, _) => LseLayout::HeadTotal,
             (false, true) => LseLayout::BatchSeqHead,
@@ -759,6 +813,7 @@ impl<'a> Problem<'a> {
             rotary,
             mask: resolved.mask,
             empty_kv,
+            tiles,
         })
     }
 

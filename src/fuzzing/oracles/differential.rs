@@ -9,8 +9,9 @@
 use super::metadata::Subject;
 use super::{FUZZ_MEMORY_CAP, repro};
 use crate::call::KvCacheCall;
+use crate::device;
 use crate::kernel::{self, KernelOptions, MetadataSource};
-use crate::reference::{self, Precision, RefOutput, Stack};
+use crate::reference::{self, Precision, RefError, RefOutput, Stack};
 use crate::tensor::{Tensors, materialise};
 
 /// Why [`kernel_vs_reference`] could not judge a case (expected non-bugs, listed once).
@@ -34,18 +35,24 @@ pub fn musa_stack(subject: &Subject) -> Result<(), String> {
     Ok(())
 }
 
-/// The reference's exact and low-precision results for a materialised call.
+/// The reference's exact and low-precision results for a materialised call; for MUSA with the
+/// device's departures ([`device::expected`]).
 fn references(call: &KvCacheCall, tensors: &Tensors, stack: Stack) -> (RefOutput, RefOutput) {
-    let run = |precision| {
-        reference::run(call, tensors, stack, precision).unwrap_or_else(|e| {
-            panic!(
-                "the reference refused a valid {} call ({e}): {}",
-                stack.name(),
-                repro(call)
-            )
-        })
+    let refuse = |e: RefError| -> (RefOutput, RefOutput) {
+        panic!(
+            "the reference refused a valid {} call ({e}): {}",
+            stack.name(),
+            repro(call)
+        )
     };
-    (run(Precision::Exact), run(Precision::LowPrecision))
+    if stack == Stack::Musa {
+        return device::musa_references(call, tensors).unwrap_or_else(refuse);
+    }
+    let run = |precision| reference::run(call, tensors, stack, precision);
+    match (run(Precision::Exact), run(Precision::LowPrecision)) {
+        (Ok(exact), Ok(low)) => (exact, low),
+        (Err(e), _) | (_, Err(e)) => refuse(e),
+    }
 }
 
 /// The kernel path against the reference on a valid call of `stack`, once per metadata source; a

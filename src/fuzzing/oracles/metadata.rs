@@ -19,12 +19,13 @@ use crate::call::{
     Dtype, KvCacheCall, LayerInfo, MetadataArgsSpec, PyValue, SglangBackend, TensorValues,
 };
 use crate::cases::Options;
+use crate::device;
 use crate::kernel::KernelError;
 use crate::musa::{
     InjectionCache, MetadataUsed, MusaError, MusaOptions, MusaOutput, flash_attn_with_kvcache_on,
     injected_metadata,
 };
-use crate::reference::{self, Precision, RefOutput, Stack};
+use crate::reference::{RefOutput, Stack};
 use crate::scheduler::{check_buffer, get_scheduler_metadata, own_args};
 use crate::tensor::{HostTensor, MaterialiseError, Tensors, materialise};
 use crate::validate::profiles::MUSA;
@@ -257,11 +258,7 @@ impl Subject {
         let (exact, low) = self
             .references
             .get_or_init(|| {
-                let run = |precision| {
-                    reference::run(&self.call, &self.tensors, Stack::Musa, precision)
-                        .map_err(|e| e.to_string())
-                };
-                Ok((run(Precision::Exact)?, run(Precision::LowPrecision)?))
+                device::musa_references(&self.call, &self.tensors).map_err(|e| e.to_string())
             })
             .as_ref()
             .map_err(String::clone)?;

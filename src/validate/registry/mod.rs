@@ -102,6 +102,7 @@ macro_rules! hazards {
 }
 
 pub mod cuda;
+pub mod device;
 pub mod musa;
 pub mod scheduler;
 
@@ -168,6 +169,7 @@ pub fn hazards() -> impl Iterator<Item = &'static HazardDef> {
         .copied()
         .chain(cuda::hazards())
         .chain(scheduler::HAZARDS.iter().copied())
+        .chain(device::HAZARDS.iter().copied())
 }
 
 /// The site registered under `id`.
