@@ -6,7 +6,8 @@
 use fa3conform::call::{Dtype, KvCacheCall, PyValue, TensorArg, TensorValues};
 use fa3conform::certify::{certify_call, numerics};
 use fa3conform::device;
-use fa3conform::kernel::{self, KernelOptions, KernelOutput};
+use fa3conform::explain::{Found, explain, render};
+use fa3conform::kernel::{self, KernelOptions, KernelOutput, MetadataSource};
 use fa3conform::musa::InjectionCache;
 use fa3conform::reference::{self, Precision, RefOutput, Stack};
 use fa3conform::tensor::{DEFAULT_MEMORY_CAP, Tensors, materialise};
@@ -126,6 +127,41 @@ fn fp16_rows_masked_in_their_first_block_lose_their_output() {
             .iter()
             .all(|h| h.code != "H-DEV-ROW-MAX-CLAMPED")
     );
+}
+
+/// D1 with split-KV: the clamp hits the split holding a row's last key only where that split
+/// goes on past the key's block. Two splits of the 128-key call above give block 0 and block 1
+/// their own tiles: rows 0..63 see their keys in the first (only) block of split 0 and keep
+/// their output; split 1 sees none of their keys (lse −inf, weight 0 in the combine). So the
+/// device's numbers for these rows depend on the metadata's split count, and the device
+/// expectation leaves them unspecified.
+#[test]
+fn fp16_clamp_depends_on_the_split_holding_the_last_key() {
+    let mut call = uniform_causal(Dtype::Float16, 128, 128, 1.0, -1.0, 0.3);
+    call.set("num_splits", PyValue::Int(2));
+    let tensors = materialise(&call, DEFAULT_MEMORY_CAP).expect("materialise");
+    let options = KernelOptions {
+        metadata: MetadataSource::Computed,
+        ..KernelOptions::default()
+    };
+    let split = kernel::run(&call, &tensors, &options).expect("kernel path");
+    assert_eq!(split.num_splits, 2);
+    for row in 0..128 {
+        let out = split.out.data[[0, row, 0, 0]];
+        assert!((out - 1.0).abs() < 1e-3, "row {row}: {out}");
+    }
+    let (ref64, lowprec) = device::musa_references(&call, &tensors).expect("references");
+    let unspecified = ref64
+        .unspecified
+        .as_ref()
+        .expect("clamped rows are unspecified");
+    assert!((0..64).all(|row| unspecified.out[[0, row, 0, 0]]));
+    assert!((64..128).all(|row| !unspecified.out[[0, row, 0, 0]]));
+    if let Err(e) = split.judge(&ref64, &lowprec) {
+        panic!("split kernel path vs device expectation: {e}");
+    }
+    // One split (no metadata): the clamp zeroes the same rows, which the expectation allows.
+    agrees_with_device_expectation(&call, &run(&call));
 }
 
 /// D1 between the thresholds: logits of −15 give fp16 subnormal probabilities (5 · 2⁻²⁴ for
@@ -514,4 +550,26 @@ fn sinks_give_fully_masked_rows_the_sink_lse_when_their_tile_has_a_key_block() {
         "rows 0..500 attend no key: mate returns lse = sink (out 0) for rows 256..500 (their tile \
          has a key block) and lse = −inf for rows 0..256"
     );
+}
+
+/// `explain CODE` names every device hazard with its cause (docs/musa-device.md) and the kernel
+/// source it was read from.
+#[test]
+fn explain_names_every_device_hazard() {
+    let codes: Vec<&str> = fa3conform::validate::registry::hazards()
+        .map(|h| h.code)
+        .filter(|code| code.starts_with("H-DEV-"))
+        .collect();
+    assert_eq!(codes.len(), 11);
+    for code in codes {
+        let found = explain(code);
+        assert!(
+            matches!(found, Found::Hazard(h) if h.code == code),
+            "{code}"
+        );
+        let text = render(&found);
+        for needle in [code, "docs/musa-device.md", "MooreThreads/mate@3f58cc3e"] {
+            assert!(text.contains(needle), "{code}: missing {needle} in {text}");
+        }
+    }
 }

@@ -1,7 +1,8 @@
 //! Property tests of the kernel path over random valid calls at small shapes, covering every
 //! feature and their combinations: the kernel against the f64 reference under the tolerance rule
-//! (caches after an append bit for bit), split counts and pack-GQA agreeing with each other, paged
-//! and contiguous caches agreeing bit for bit.
+//! (caches after an append bit for bit), split counts agreeing on the LSE and the caches and each
+//! meeting the tolerance rule, pack-GQA changing no bit, paged and contiguous caches agreeing bit
+//! for bit.
 //!
 //! `cargo test` runs the C with its index checks on (build.rs: FA3_HOST_CHECKED follows Rust's
 //! debug assertions).
@@ -130,8 +131,12 @@ impl Case {
         } else {
             call.set("q", PyValue::tensor(self.dtype, &[b, self.seqlen_q, h, d]));
         }
-        // One spare cache row / page table row, so that cache_batch_idx has a choice.
-        let rows = b + 1;
+        // A spare cache row when cache_batch_idx picks the rows (so that it has a choice); mate
+        // asserts batch_size == batch_size_k without it (musa-fa3.md F-17). The materialiser draws
+        // cache_batch_idx from k_cache.shape[0], which is the page count when paged: only
+        // contiguous caches get one.
+        let batch_idx = self.batch_idx && self.page_size.is_none();
+        let rows = b + usize::from(batch_idx);
         let capacity = self.capacity();
         let cache_shape = match self.page_size {
             Some(page) => {
@@ -152,9 +157,7 @@ impl Case {
         if self.leftpad && self.cache_seqlens {
             call.set("cache_leftpad", PyValue::tensor(Dtype::Int32, &[b]));
         }
-        // The materialiser draws cache_batch_idx from k_cache.shape[0], which is the page count
-        // when paged: only contiguous caches get one.
-        if self.batch_idx && self.page_size.is_none() {
+        if batch_idx {
             call.set("cache_batch_idx", PyValue::tensor(Dtype::Int32, &[b]));
         }
         if let Some((new, varlen)) = self.new_keys {
@@ -210,19 +213,11 @@ fn bits_equal(a: &HostTensor, b: &HostTensor) -> bool {
 }
 
 /// Two kernel results of the same call that differ only in how the KV range was partitioned:
-/// outputs within two units in the last place of the output dtype, LSE within f32 noise.
-fn assert_agree(a: &KernelOutput, b: &KernelOutput, what: &str) {
-    let ulp = match a.out.dtype {
-        Dtype::Float16 => 2f64.powi(-10),
-        _ => 2f64.powi(-7),
-    };
-    for (x, y) in a.out.data.iter().zip(b.out.data.iter()) {
-        let tol = 2.0 * ulp * x.abs().max(y.abs()) + 1e-3;
-        assert!(
-            (x - y).abs() <= tol || (x.is_nan() && y.is_nan()),
-            "{what}: out {x} vs {y}"
-        );
-    }
+/// LSE within f32 noise (row sums keep P in f32), caches bit for bit. `out` is not compared here:
+/// P is rounded to the input dtype against each split's own running maximum, as on the device,
+/// so split counts move `out` by more than a few units in the last place; each result meets the
+/// tolerance rule against the reference instead.
+fn assert_same_lse_and_caches(a: &KernelOutput, b: &KernelOutput, what: &str) {
     for (x, y) in a.lse.data.iter().zip(b.lse.data.iter()) {
         let same_infinity = x.is_infinite() && x == y;
         assert!(
@@ -280,7 +275,7 @@ proptest! {
     }
 
     #[test]
-    fn split_counts_agree_and_one_split_is_bit_identical(case in case(), splits in 2i64..=16) {
+    fn one_split_is_bit_identical_and_every_split_count_meets_the_tolerance(case in case(), splits in 2i64..=16) {
         let call = case.call();
         let tensors = materialise(&call, DEFAULT_MEMORY_CAP).unwrap();
         let unsplit = run(&call, &tensors, MetadataSource::None);
@@ -292,10 +287,14 @@ proptest! {
         let mut split = call.clone();
         split.set("num_splits", PyValue::Int(splits));
         let split_out = run(&split, &tensors, MetadataSource::Computed);
-        assert_agree(&split_out, &unsplit, &format!("num_splits={splits}"));
+        assert_same_lse_and_caches(&split_out, &unsplit, &format!("num_splits={splits}"));
         // The heuristic's own choice (num_splits = 0).
         let heuristic = run(&call, &tensors, MetadataSource::Computed);
-        assert_agree(&heuristic, &unsplit, "heuristic splits");
+        assert_same_lse_and_caches(&heuristic, &unsplit, "heuristic splits");
+        for call in [&split, &call] {
+            kernel_vs_reference(call, Stack::Musa, &[MetadataSource::Computed])
+                .map_err(|skip| TestCaseError::reject(format!("{skip:?}")))?;
+        }
     }
 
     #[test]

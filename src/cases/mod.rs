@@ -10,11 +10,16 @@
 //! capacity, page tables that are permutations of distinct pages, distinct `cache_batch_idx`.
 //! Every batch has at least one query, so every appended token is attended and written.
 //!
+//! [`device_quirk_call`] builds valid MUSA calls that meet the device's departures from clean
+//! attention, which these small random calls never reach.
+//!
 //! [`Mutation`]s then move a valid call towards an error site (the `validation` suite and the
 //! `validate` fuzz target).
 
+mod device;
 mod mutation;
 
+pub use device::device_quirk_call;
 pub use mutation::{Mutation, ShapeChange};
 
 use crate::call::{Dtype, KvCacheCall, PyValue, TensorArg};

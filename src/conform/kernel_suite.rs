@@ -2,7 +2,8 @@
 //! ([`crate::musa::flash_attn_with_kvcache_on`], the kernel path standing in for the device)
 //! against the f64 reference under the tolerance rule — without metadata, with the call's own
 //! `get_scheduler_metadata`, and with what SGLang's wrapper injects
-//! ([`oracles::differential::musa_stack`]).
+//! ([`oracles::differential::musa_stack`]). Every fourth case is built to meet one of the
+//! device's departures ([`cases::device_quirk_call`]).
 
 use super::{CaseOutcome, Suite};
 use crate::call::KvCacheCall;
@@ -28,7 +29,12 @@ fn generate(seed: u64, index: usize) -> KvCacheCall {
     };
     let mut rng =
         ChaCha8Rng::seed_from_u64(seed ^ (index as u64).wrapping_mul(0x9e37_79b9_7f4a_7c15));
-    let mut call = cases::random_call(&mut rng, &options);
+    // Every fourth case meets one of the device's departures (docs/musa-device.md).
+    let mut call = if index % 4 == 3 {
+        cases::device_quirk_call(&mut rng)
+    } else {
+        cases::random_call(&mut rng, &options)
+    };
     call.id = format!("kernel-{index}");
     call
 }
@@ -66,5 +72,20 @@ impl Suite for KernelSuite {
 
     fn call(&self, seed: u64, index: usize) -> Option<KvCacheCall> {
         Some(generate(seed, index))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The cases built to meet the device's departures (every fourth) pass the whole stack's
+    /// check: the kernel path and the device expectation agree on them.
+    #[test]
+    fn device_quirk_cases_pass() {
+        for index in (3..160).step_by(4) {
+            let outcome = KERNEL.run_case(18, index);
+            assert!(outcome.result.is_ok(), "{:?}", outcome.result);
+        }
     }
 }

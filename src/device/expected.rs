@@ -2,9 +2,14 @@
 //! that decide values are overlaid, the elements they leave undefined are marked unspecified
 //! (docs/musa-device.md):
 //!
-//! * D1 — fp16 rows the clamp hits: `out = 0` where every visible scaled logit is below −17.4
-//!   (P rounds to 0 in fp16); unspecified where the largest is below −3 (precision lost by an
-//!   amount the data decides); clean above.
+//! * D1 — rows the clamp hits: every P is rounded to the input dtype relative to 0 (the largest
+//!   too), so the low-precision baseline of such a row is moved by one rounding of P times the
+//!   largest value. fp16 rows are unspecified where the largest visible scaled logit is below
+//!   −3: between −17.4 and −3 the precision lost depends on the data; below −17.4 P rounds to 0
+//!   and a single split gives `out = 0`, but with split-KV only the split holding the row's last
+//!   key is clamped (the others see the row's keys in their first block or none), so `out` lies
+//!   between 0 and the clean value as the scheduler metadata's split count decides, which the
+//!   call alone does not fix.
 //! * D3 — non-finite V after a batch's last key inside its last key block: `out = NaN` for every
 //!   row whose tile processes that block.
 //! * D4 — the overrun columns of a paged append (and the (192, 128) K store): those cache
@@ -14,7 +19,8 @@
 //!   unspecified; the rest is clean.
 //!
 //! The kernel path must agree with this under the tolerance rule (the differential oracle,
-//! `conform --suite kernel`); `export` writes it as the numbers a MUSA device must give.
+//! `conform --suite kernel`). It is what a MUSA device must give; `export` does not write it yet
+//! (its bundles carry the reference's numbers).
 
 use super::{Call, Lengths};
 use crate::call::{Dtype, KvCacheCall, Param};
@@ -24,9 +30,6 @@ use crate::validate::Profile;
 use crate::validate::profiles::MUSA;
 use ndarray::{ArrayD, Axis, IxDyn};
 
-/// Below this largest scaled logit a clamped fp16 row's P all round to 0 (ln 2⁻²⁵ ≈ −17.33, with
-/// room for the device's f32 exp2).
-const FP16_ZERO_BELOW: f64 = -17.4;
 /// Above this a clamped fp16 row's largest P is far from fp16's subnormals: clean within the rule.
 const FP16_CLEAN_ABOVE: f64 = -3.0;
 
@@ -41,11 +44,18 @@ struct Row {
 }
 
 /// The exact and low-precision references of a call on the MUSA stack, with the device's
-/// departures ([`expected`]): what the kernel path and a MUSA device must match.
+/// departures ([`expected`]): what the kernel path and a MUSA device must match. A call the `musa`
+/// profile rejects has no device numbers: refused, rather than answered with clean attention
+/// that the kernel path (which models the device whatever the call) would not match.
 pub fn musa_references(
     call: &KvCacheCall,
     tensors: &Tensors,
 ) -> Result<(RefOutput, RefOutput), RefError> {
+    if let Some(rejection) = MUSA.validate(call).rejection() {
+        return Err(RefError::Unevaluable(format!(
+            "the musa profile rejects the call: {rejection}"
+        )));
+    }
     let read = device_inputs(call, tensors);
     let run = |precision| reference::run(call, &read, Stack::Musa, precision);
     let (ref64, lowprec) = (run(Precision::Exact)?, run(Precision::LowPrecision)?);
@@ -97,7 +107,7 @@ pub fn expected(
         return (ref64, lowprec);
     };
     let mut overlay = Overlay::new(&c, ref64, lowprec);
-    overlay.clamped_rows(&c, &lengths);
+    overlay.clamped_rows(&c, &lengths, tensors);
     overlay.non_finite_past_last_key(&c, &lengths, tensors);
     overlay.append_overruns(&c, &lengths, tensors);
     overlay.negative_scale(&c, &lengths, tensors);
@@ -203,13 +213,24 @@ impl Overlay {
     }
 
     /// D1.
-    fn clamped_rows(&mut self, c: &Call, lengths: &[Lengths]) {
-        let fp16 = c
-            .tensor(Param::Q)
-            .is_some_and(|q| q.dtype == Dtype::Float16);
-        if !fp16 || !(c.resolved.is_causal || c.resolved.is_local) {
+    fn clamped_rows(&mut self, c: &Call, lengths: &[Lengths], tensors: &Tensors) {
+        let Some(dtype) = c.tensor(Param::Q).map(|q| q.dtype) else {
+            return;
+        };
+        if !(c.resolved.is_causal || c.resolved.is_local) {
             return;
         }
+        let roundoff = match dtype {
+            Dtype::Float16 => 2f64.powi(-11),
+            _ => 2f64.powi(-8),
+        };
+        // Every value the row's P can weigh, as a bound of what one rounding of each P moves.
+        let largest_value = ["v_cache", "v"]
+            .iter()
+            .filter_map(|name| tensors.get(*name))
+            .flat_map(|t| t.data.iter())
+            .filter(|x| x.is_finite())
+            .fold(0.0f64, |m, x| m.max(x.abs()));
         let group = c.group();
         for (row, (lo, hi)) in Self::rows(c, lengths) {
             let l = &lengths[row.batch];
@@ -225,12 +246,29 @@ impl Overlay {
             }
             for hk in 0..c.resolved.num_heads_k {
                 let head = hk * group + row.head;
-                let max = self.max_logit(row, head);
-                if max < FP16_ZERO_BELOW {
-                    self.set_out(row, head, 0.0, None);
-                } else if max < FP16_CLEAN_ABOVE {
+                if dtype == Dtype::Float16 && self.max_logit(row, head) < FP16_CLEAN_ABOVE {
                     self.mark(row, head, true, false);
+                } else {
+                    self.widen_baseline(row, head, roundoff * largest_value);
                 }
+            }
+        }
+    }
+
+    /// Moves the low-precision baseline of one row and head at least `by` away from `ref64`: the
+    /// device rounds every P of a clamped row, the largest included (relative to 0, not to the
+    /// row's maximum, which a low-precision implementation keeps exact), so even a row with one
+    /// visible key is off by up to one rounding of P times its values.
+    fn widen_baseline(&mut self, row: Row, head: usize, by: f64) {
+        let (at, _) = self.out_index(row, head);
+        let (mut exact, mut low) = (self.ref64.out.view(), self.lowprec.out.view_mut());
+        for &i in &at {
+            exact.index_axis_inplace(Axis(0), i);
+            low.index_axis_inplace(Axis(0), i);
+        }
+        for (x, e) in low.iter_mut().zip(exact.iter()) {
+            if e.is_finite() && x.is_finite() {
+                *x = e + (*x - e).abs().max(by);
             }
         }
     }

@@ -74,6 +74,11 @@ impl FuzzCall {
         options.mla &= target == Target::Validation && u.ratio(1u8, 8u8)?;
         let seed = u64::arbitrary(u)?;
         let mut call = cases::random_call(&mut InputRng::new(u), &options);
+        // A quarter of the kernel target's calls meet one of the device's departures; an
+        // exhausted input keeps its random call.
+        if target == Target::Kernel && !u.ratio(3u8, 4u8)? {
+            call = cases::device_quirk_call(&mut InputRng::new(u));
+        }
         call.seed = seed;
         let mut mutations = Vec::new();
         if mutate {

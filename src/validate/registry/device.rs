@@ -12,9 +12,9 @@ hazards! { HAZARDS:
     H_DEV_ROW_MAX_CLAMPED = hazard!(
         "H-DEV-ROW-MAX-CLAMPED",
         Warning,
-        "fp16 rows {} see no key in the first key block their tile processes: mate keeps their running maximum at 0, so their probabilities are exp(s·scale) rounded to fp16 before P·V — where every visible scaled logit is below −9.70 the output loses precision, below −17.33 it is 0 (the lse stays right)",
+        "fp16 rows {} see no key in the first key block their tile processes: mate keeps their running maximum at 0, so their probabilities are exp(s·scale) rounded to fp16 before P·V — where every visible scaled logit is below −9.70 the output loses precision, below −17.33 it is 0 when one split processes the row (the lse stays right)",
         mate_src!("include/mate/attention/fmha/softmax.hpp", "L76-L82"),
-        "docs/musa-device.md D1. Tiles visit key blocks from the last down; in the first one a row with no visible key gets row_max = −inf, which mate replaces by 0 in row_max itself, and later blocks take max(0, block max). P = exp(s·scale − 0) is converted to fp16 (subnormal below 2^-14, zero below 2^-25) while the row sum keeps it in f32. Rows: in a square causal prefill all but the last 64 rows of every m-block (tile_m 128/192/256); with a prefix it depends on seqlen_k mod 64. The CUDA stacks use the true maximum. Fix: bf16 (affected only below −87), or logits that are not all very negative."
+        "docs/musa-device.md D1. Tiles visit key blocks from the last down; in the first one a row with no visible key gets row_max = −inf, which mate replaces by 0 in row_max itself, and later blocks take max(0, block max). P = exp(s·scale − 0) is converted to fp16 (subnormal below 2^-14, zero below 2^-25) while the row sum keeps it in f32. Rows: in a square causal prefill all but the last 64 rows of every m-block (tile_m 128/192/256); with a prefix it depends on seqlen_k mod 64. With split-KV (scheduler metadata) only the split holding a row's last key is clamped, and only where that split goes on past the key's block, so the loss depends on the split count. The CUDA stacks use the true maximum. Fix: bf16 (affected only below −87), or logits that are not all very negative."
     ),
     H_DEV_ROWS_UNCOVERED = hazard!(
         "H-DEV-ROWS-UNCOVERED",
