@@ -9,11 +9,19 @@
 //! ```
 //!
 //! `backend` is the `context.sglang_backend` object of call specs (its `layer` must be absent: each
-//! call names the layer it runs as); a call's optional `prefix` and `max_seqlen_k` replace the
+//! call names the layer it runs as; its `cached_metadata` is what the metadata dict holds when the
+//! pass starts); a call's optional `prefix`, `max_seqlen_k` and `can_run_tbo` replace the
 //! backend's for that call and the ones after it, as `_set_current_state` does. The call specs'
 //! own `context` is replaced. Calls run in order through [`crate::musa::injected_metadata`] with
 //! one shared metadata dict; each gets the metadata the wrapper hands to mate, which is then
 //! checked against the call's own arguments ([`crate::scheduler::check_buffer`]).
+//!
+//! Several backend instances (a target model and its draft models) are given as
+//! `"backends": [{"name": "target", "backend": {...}}, {"name": "draft", "backend": {...}}]` in
+//! construction order, instead of `backend`; a call's `"backend": "target"` names the instance
+//! that makes it (default: the last constructed). Each instance records its own state, but the
+//! wrapper injects from `_CURRENT_BACKEND`, the last instance constructed (musa-fa3.md §4.1, §4.7
+//! item 5), and the metadata dict is shared by all of them.
 
 use crate::call::{KvCacheCall, LayerInfo, SglangBackend};
 use crate::musa::{InjectionCache, MetadataUsed, MusaError, injected_metadata};
@@ -23,82 +31,176 @@ use crate::scheduler::check_buffer;
 use crate::spec::{ReadError, SpecError, parse_call, read_input};
 use crate::tensor::{DEFAULT_MEMORY_CAP, Tensors, materialise_index_tensors};
 use crate::validate::profiles::MUSA;
-use crate::validate::registry::scheduler::{H_SCHED_MLA_WORKSPACE_STALE, H_SCHED_UNCHECKED};
+use crate::validate::registry::scheduler::{
+    H_SCHED_MLA_WORKSPACE_STALE, H_SCHED_OTHER_BACKEND, H_SCHED_UNCHECKED,
+};
 use crate::validate::{Hazard, Profile, Severity};
 use serde::Deserialize;
 use std::io::{self, Write};
 use std::path::PathBuf;
 
-/// One call of a forward pass and the layer it runs as.
+/// One call of a forward pass: the backend instance that makes it and the state its
+/// `_set_current_state` records (`None`: unchanged since that instance's previous call).
 #[derive(Clone, Debug, PartialEq)]
 pub struct PassCall {
+    /// Index of the instance in [`ForwardPass::backends`].
+    pub backend: usize,
     pub layer: LayerInfo,
     pub prefix: Option<String>,
     pub max_seqlen_k: Option<i64>,
+    pub can_run_tbo: Option<bool>,
     pub call: KvCacheCall,
 }
 
-/// A forward pass: the backend state before it and its calls in order.
+/// A `MusaFlashAttentionBackend` instance and its state before the pass.
+#[derive(Clone, Debug, PartialEq)]
+pub struct BackendInstance {
+    pub name: String,
+    pub state: SglangBackend,
+}
+
+/// A forward pass: the backend instances (in construction order, so the last is
+/// `_CURRENT_BACKEND`) and the calls in order.
 #[derive(Clone, Debug, PartialEq)]
 pub struct ForwardPass {
     pub id: String,
-    pub backend: SglangBackend,
+    pub backends: Vec<BackendInstance>,
     pub calls: Vec<PassCall>,
 }
 
 #[derive(Deserialize)]
 #[serde(deny_unknown_fields)]
 struct PassCallJson {
+    #[serde(default)]
+    backend: Option<String>,
     layer: LayerInfo,
     #[serde(default)]
     prefix: Option<String>,
     #[serde(default)]
     max_seqlen_k: Option<i64>,
+    #[serde(default)]
+    can_run_tbo: Option<bool>,
     call: serde_json::Value,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct BackendJson {
+    name: String,
+    backend: SglangBackend,
 }
 
 #[derive(Deserialize)]
 #[serde(deny_unknown_fields)]
 struct ForwardPassJson {
     id: String,
-    backend: SglangBackend,
+    #[serde(default)]
+    backend: Option<SglangBackend>,
+    #[serde(default)]
+    backends: Option<Vec<BackendJson>>,
     calls: Vec<PassCallJson>,
+}
+
+/// The name a pass's single `backend` goes by in reports.
+const SINGLE_BACKEND: &str = "backend";
+
+fn spec_error(path: impl Into<String>, message: impl Into<String>) -> SpecError {
+    SpecError {
+        path: path.into(),
+        message: message.into(),
+    }
+}
+
+/// The instances of a pass, from `backend` or `backends` (exactly one of them).
+fn backend_instances(json: &mut ForwardPassJson) -> Result<Vec<BackendInstance>, SpecError> {
+    let (instances, paths): (Vec<BackendInstance>, Vec<String>) =
+        match (json.backend.take(), json.backends.take()) {
+            (Some(state), None) => (
+                vec![BackendInstance {
+                    name: SINGLE_BACKEND.into(),
+                    state,
+                }],
+                vec!["backend".into()],
+            ),
+            (None, Some(list)) if !list.is_empty() => list
+                .into_iter()
+                .enumerate()
+                .map(|(i, b)| {
+                    let instance = BackendInstance {
+                        name: b.name,
+                        state: b.backend,
+                    };
+                    (instance, format!("backends[{i}].backend"))
+                })
+                .unzip(),
+            (None, Some(_)) => {
+                return Err(spec_error("backends", "expected at least one backend"));
+            }
+            _ => {
+                return Err(spec_error(
+                    "",
+                    "expected exactly one of `backend` and `backends`",
+                ));
+            }
+        };
+    for (i, (instance, path)) in instances.iter().zip(&paths).enumerate() {
+        if instance.state.layer.is_some() {
+            return Err(spec_error(
+                format!("{path}.layer"),
+                "each call names its layer; the backend has none",
+            ));
+        }
+        if instances[..i].iter().any(|b| b.name == instance.name) {
+            return Err(spec_error(
+                format!("backends[{i}].name"),
+                format!("backend `{}` is named twice", instance.name),
+            ));
+        }
+    }
+    Ok(instances)
 }
 
 /// Parses a forward pass; errors name the JSON path.
 pub fn parse_forward(text: &str) -> Result<ForwardPass, SpecError> {
-    let json: ForwardPassJson = serde_json::from_str(text).map_err(|e| SpecError {
-        path: String::new(),
-        message: e.to_string(),
-    })?;
-    if json.backend.layer.is_some() {
-        return Err(SpecError {
-            path: "backend.layer".into(),
-            message: "each call names its layer; the backend has none".into(),
-        });
-    }
+    let mut json: ForwardPassJson =
+        serde_json::from_str(text).map_err(|e| spec_error("", e.to_string()))?;
+    let backends = backend_instances(&mut json)?;
     let calls = json
         .calls
         .into_iter()
         .enumerate()
         .map(|(i, c)| {
-            let call = parse_call(&c.call).map_err(|e| SpecError {
-                path: format!("calls[{i}].call.{}", e.path)
-                    .trim_end_matches('.')
-                    .into(),
-                message: e.message,
+            let call = parse_call(&c.call).map_err(|e| {
+                spec_error(
+                    format!("calls[{i}].call.{}", e.path).trim_end_matches('.'),
+                    e.message,
+                )
             })?;
+            let backend = match &c.backend {
+                None => backends.len() - 1,
+                Some(name) => backends
+                    .iter()
+                    .position(|b| &b.name == name)
+                    .ok_or_else(|| {
+                        spec_error(
+                            format!("calls[{i}].backend"),
+                            format!("no backend is named `{name}`"),
+                        )
+                    })?,
+            };
             Ok(PassCall {
+                backend,
                 layer: c.layer,
                 prefix: c.prefix,
                 max_seqlen_k: c.max_seqlen_k,
+                can_run_tbo: c.can_run_tbo,
                 call,
             })
         })
         .collect::<Result<_, SpecError>>()?;
     Ok(ForwardPass {
         id: json.id,
-        backend: json.backend,
+        backends,
         calls,
     })
 }
@@ -125,6 +227,8 @@ impl From<Hazard> for Finding {
 #[derive(Clone, Debug, PartialEq)]
 pub struct CallReport {
     pub call: String,
+    /// The backend instance that makes the call.
+    pub backend: String,
     pub layer_id: u32,
     pub prefix: String,
     /// `accepted`, or the exception the stack raises.
@@ -175,110 +279,68 @@ impl WorkspaceWriter {
 
 /// Runs the pass's calls in order through the wrapper's injection and checks what each receives.
 pub fn emulate(pass: &ForwardPass, mp: usize) -> ForwardReport {
-    let mut backend = pass.backend.clone();
+    let mut states: Vec<SglangBackend> = pass.backends.iter().map(|b| b.state.clone()).collect();
+    let current = states.len() - 1;
     let mut cache = InjectionCache::default();
     let mut workspace: Option<WorkspaceWriter> = None;
     let mut reports = Vec::new();
     for step in &pass.calls {
+        let caller = &mut states[step.backend];
         if let Some(prefix) = &step.prefix {
-            backend.prefix.clone_from(prefix);
+            caller.prefix.clone_from(prefix);
         }
         if step.max_seqlen_k.is_some() {
-            backend.max_seqlen_k = step.max_seqlen_k;
+            caller.max_seqlen_k = step.max_seqlen_k;
         }
-        backend.layer = Some(step.layer.clone());
-        for prefix in cache.by_prefix.keys() {
-            if !backend.cached_prefixes.contains(prefix) {
-                backend.cached_prefixes.push(prefix.clone());
-            }
+        if let Some(tbo) = step.can_run_tbo {
+            caller.can_run_tbo = tbo;
         }
+        caller.layer = Some(step.layer.clone());
+        let (prefix, layer_id) = (caller.prefix.clone(), step.layer.layer_id);
+        // The wrapper reads `_CURRENT_BACKEND` whichever instance calls it.
+        let mut backend = states[current].clone();
+        cache.describe_in(&mut backend);
         let mut call = step.call.clone();
         call.context.sglang_backend = Some(backend.clone());
         let mut report = CallReport {
             call: call.id.clone(),
-            layer_id: step.layer.layer_id,
-            prefix: backend.prefix.clone(),
+            backend: pass.backends[step.backend].name.clone(),
+            layer_id,
+            prefix,
             outcome: "accepted".into(),
             metadata: String::new(),
             flagged: false,
             findings: Vec::new(),
         };
+        let mut findings = Vec::new();
+        if step.backend != current {
+            findings.push(Hazard::new(
+                H_SCHED_OTHER_BACKEND,
+                &[
+                    report.backend.clone(),
+                    pass.backends[current].name.clone(),
+                    describe_state(&backend),
+                ],
+            ));
+        }
         let verdict = MUSA.validate(&call);
         if let Some(rejection) = verdict.rejection() {
             report.outcome = format!("raises {rejection}");
             report.metadata = "none (the call raises)".into();
-            report.flagged = true;
-            reports.push(report);
-            continue;
-        }
-        let tensors = match materialise_index_tensors(&call, DEFAULT_MEMORY_CAP) {
-            Ok(t) => t,
-            Err(e) => {
-                report
-                    .findings
-                    .push(Hazard::new(H_SCHED_UNCHECKED, &[e.to_string()]).into());
-                report.flagged = true;
-                reports.push(report);
-                continue;
-            }
-        };
-        let received = injected_metadata(&call, &tensors, &mut cache, mp);
-        let (description, findings) = match received {
-            Ok(MetadataUsed::None) => ("none".to_string(), Vec::new()),
-            Ok(MetadataUsed::Passed(values)) => (
-                "passed by the caller".to_string(),
-                check_buffer(&call, &tensors, &values, call.metadata_args.as_ref(), mp),
-            ),
-            Ok(MetadataUsed::Injected {
-                prefix,
-                recomputed,
-                metadata,
-            }) => {
-                let how = if recomputed {
-                    format!("recomputed and stored under {prefix}")
-                } else {
-                    format!(
-                        "reused from {prefix}, computed for call {}",
-                        metadata.computed_for
-                    )
-                };
-                let call = call.with_scheduler_metadata(&metadata.values);
-                let findings =
-                    check_buffer(&call, &tensors, &metadata.values, Some(&metadata.args), mp);
-                (how, findings)
-            }
-            Ok(MetadataUsed::MlaWorkspace { is_inited }) => {
-                let this = WorkspaceWriter::of(&call, &tensors);
-                let mut findings = Vec::new();
-                if !is_inited {
-                    workspace = Some(this);
-                } else if let Some(writer) = &workspace {
-                    let differ = writer.differences(&this);
-                    if !differ.is_empty() {
-                        findings.push(Hazard::new(
-                            H_SCHED_MLA_WORKSPACE_STALE,
-                            &[writer.call.clone(), differ.join(", ")],
-                        ));
-                    }
+        } else {
+            let (metadata, received) = match materialise_index_tensors(&call, DEFAULT_MEMORY_CAP) {
+                Ok(tensors) => {
+                    let received = injected_metadata(&call, &tensors, &mut cache, mp);
+                    check_received(&call, &tensors, received, &mut workspace, &mut report, mp)
                 }
-                (
-                    format!(
-                        "MLA workspace, is_inited={}",
-                        if is_inited { "True" } else { "False" }
-                    ),
-                    findings,
-                )
-            }
-            Err(MusaError::Raises(rejection)) => {
-                report.outcome = format!("raises {rejection}");
-                ("none (the call raises)".to_string(), Vec::new())
-            }
-            Err(e) => (
-                "unknown".to_string(),
-                vec![Hazard::new(H_SCHED_UNCHECKED, &[e.to_string()])],
-            ),
-        };
-        report.metadata = description;
+                Err(e) => (
+                    "unknown".to_string(),
+                    vec![Hazard::new(H_SCHED_UNCHECKED, &[e.to_string()])],
+                ),
+            };
+            report.metadata = metadata;
+            findings.extend(received);
+        }
         report.flagged = report.outcome != "accepted"
             || findings.iter().any(|h| h.severity >= Severity::Warning);
         report.findings = findings.into_iter().map(Finding::from).collect();
@@ -288,6 +350,86 @@ pub fn emulate(pass: &ForwardPass, mp: usize) -> ForwardReport {
         id: pass.id.clone(),
         flagged: reports.iter().filter(|r| r.flagged).count(),
         calls: reports,
+    }
+}
+
+/// "its layer 3 (prefix forward_decode, max_seqlen_k 64)": the state the wrapper injects from.
+fn describe_state(backend: &SglangBackend) -> String {
+    match &backend.layer {
+        None => "it has run no layer, so nothing is injected".into(),
+        Some(layer) => format!(
+            "the metadata follows its layer {} (prefix {}, max_seqlen_k {}, can_run_tbo {})",
+            layer.layer_id,
+            backend.prefix,
+            backend
+                .max_seqlen_k
+                .map_or("None".to_string(), |k| k.to_string()),
+            if backend.can_run_tbo { "True" } else { "False" }
+        ),
+    }
+}
+
+/// Where the metadata the wrapper handed to mate came from, and what is wrong with it. A rejection
+/// the injection itself raises becomes the report's outcome.
+fn check_received(
+    call: &KvCacheCall,
+    tensors: &Tensors,
+    received: Result<MetadataUsed, MusaError>,
+    workspace: &mut Option<WorkspaceWriter>,
+    report: &mut CallReport,
+    mp: usize,
+) -> (String, Vec<Hazard>) {
+    match received {
+        Ok(MetadataUsed::None) => ("none".to_string(), Vec::new()),
+        Ok(MetadataUsed::Passed(values)) => (
+            "passed by the caller".to_string(),
+            check_buffer(call, tensors, &values, call.metadata_args.as_ref(), mp),
+        ),
+        Ok(MetadataUsed::Injected {
+            prefix,
+            recomputed,
+            metadata,
+        }) => {
+            let how = match (recomputed, &metadata.computed_for) {
+                (true, _) => format!("recomputed and stored under {prefix}"),
+                (false, Some(id)) => format!("reused from {prefix}, computed for call {id}"),
+                (false, None) => format!("reused from {prefix}, cached before this pass"),
+            };
+            let call = call.with_scheduler_metadata(&metadata.values);
+            let findings =
+                check_buffer(&call, tensors, &metadata.values, metadata.args.as_ref(), mp);
+            (how, findings)
+        }
+        Ok(MetadataUsed::MlaWorkspace { is_inited }) => {
+            let this = WorkspaceWriter::of(call, tensors);
+            let mut findings = Vec::new();
+            if !is_inited {
+                *workspace = Some(this);
+            } else if let Some(writer) = workspace {
+                let differ = writer.differences(&this);
+                if !differ.is_empty() {
+                    findings.push(Hazard::new(
+                        H_SCHED_MLA_WORKSPACE_STALE,
+                        &[writer.call.clone(), differ.join(", ")],
+                    ));
+                }
+            }
+            (
+                format!(
+                    "MLA workspace, is_inited={}",
+                    if is_inited { "True" } else { "False" }
+                ),
+                findings,
+            )
+        }
+        Err(MusaError::Raises(rejection)) => {
+            report.outcome = format!("raises {rejection}");
+            ("none (the call raises)".to_string(), Vec::new())
+        }
+        Err(e) => (
+            "unknown".to_string(),
+            vec![Hazard::new(H_SCHED_UNCHECKED, &[e.to_string()])],
+        ),
     }
 }
 
@@ -305,9 +447,14 @@ impl Report for ForwardReport {
         writeln!(out, "forward pass {}", self.id)?;
         for r in &self.calls {
             let mark = if r.flagged { "FLAG" } else { "ok  " };
+            let backend = if r.backend == SINGLE_BACKEND {
+                String::new()
+            } else {
+                format!("backend {}, ", r.backend)
+            };
             writeln!(
                 out,
-                "{mark} {} (layer {}, {}): {}; metadata: {}",
+                "{mark} {} ({backend}layer {}, {}): {}; metadata: {}",
                 r.call, r.layer_id, r.prefix, r.outcome, r.metadata
             )?;
             for f in &r.findings {
@@ -329,6 +476,7 @@ impl Report for ForwardReport {
             .iter()
             .map(|r| doc::Call {
                 call: r.call.clone(),
+                backend: r.backend.clone(),
                 layer_id: r.layer_id,
                 prefix: r.prefix.clone(),
                 outcome: r.outcome.clone(),

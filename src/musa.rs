@@ -9,7 +9,9 @@
 //! wrapper's module-global metadata dict is an explicit [`InjectionCache`] the caller keeps
 //! between calls. Calls mate routes to its MLA decode branch give [`MusaError::MlaBranch`].
 
-use crate::call::{Dtype, KvCacheCall, LayerInfo, MetadataArgsSpec, Param, SglangBackend};
+use crate::call::{
+    CachedBuffer, Dtype, KvCacheCall, LayerInfo, MetadataArgsSpec, Param, SglangBackend,
+};
 use crate::kernel::{self, KernelError, KernelOptions, MetadataSource};
 use crate::mate::DEFAULT_MP;
 use crate::reference::RefOutput;
@@ -42,16 +44,59 @@ impl Default for MusaOptions {
 /// A metadata tensor SGLang stored under a prefix, and what it was computed from.
 #[derive(Clone, Debug, PartialEq)]
 pub struct CachedMetadata {
-    pub args: MetadataArgsSpec,
+    /// The `get_scheduler_metadata` arguments, when known (a buffer the call spec's context gives
+    /// by its values alone has none).
+    pub args: Option<MetadataArgsSpec>,
     pub values: Vec<i32>,
-    /// The id of the call whose injection computed it.
-    pub computed_for: String,
+    /// The id of the call whose injection computed it; `None` for a buffer the context gives
+    /// (cached before the calls at hand).
+    pub computed_for: Option<String>,
 }
 
 /// `_MATE_NO_MLA_SCHEDULER_METADATA_DICT` (musa-fa3.md §4.5), shared by every call of a process.
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct InjectionCache {
     pub by_prefix: BTreeMap<String, CachedMetadata>,
+}
+
+impl InjectionCache {
+    /// `call` as the process sees it: its backend (the context the profile reads) holds every
+    /// buffer this session stored, with its contents, so the profile checks a reused buffer.
+    pub fn applied_to(&self, call: &KvCacheCall) -> KvCacheCall {
+        let mut call = call.clone();
+        if let Some(backend) = call.context.sglang_backend.as_mut() {
+            self.describe_in(backend);
+        }
+        call
+    }
+
+    /// Records in `backend` every buffer this session stored, with its contents.
+    pub fn describe_in(&self, backend: &mut SglangBackend) {
+        for (prefix, cached) in &self.by_prefix {
+            backend.cached_metadata.insert(
+                prefix.clone(),
+                CachedBuffer {
+                    values: Some(cached.values.clone()),
+                    metadata_args: cached.args.clone(),
+                },
+            );
+        }
+    }
+}
+
+/// The tensor a context's cached buffer stands for on a device with `mp` multiprocessors: its
+/// values, else what `get_scheduler_metadata` computes from its arguments.
+fn context_buffer(buffer: &CachedBuffer, mp: usize) -> Result<Option<CachedMetadata>, MusaError> {
+    let values = match (&buffer.values, &buffer.metadata_args) {
+        (Some(values), _) => values.clone(),
+        (None, Some(args)) => scheduler::get_scheduler_metadata(args, mp)?.to_tensor(),
+        (None, None) => return Ok(None),
+    };
+    Ok(Some(CachedMetadata {
+        args: buffer.metadata_args.clone(),
+        values,
+        computed_for: None,
+    }))
 }
 
 /// The metadata the forward received.
@@ -163,19 +208,6 @@ pub enum MusaError {
     MlaBranch,
 }
 
-/// The backend state the profile sees: prefixes this session cached are cached.
-fn with_cached_prefixes(call: &KvCacheCall, cache: &InjectionCache) -> KvCacheCall {
-    let mut call = call.clone();
-    if let Some(backend) = call.context.sglang_backend.as_mut() {
-        for prefix in cache.by_prefix.keys() {
-            if !backend.cached_prefixes.contains(prefix) {
-                backend.cached_prefixes.push(prefix.clone());
-            }
-        }
-    }
-    call
-}
-
 /// The metadata the wrapper hands to mate for `call` (§4.1–§4.5), updating `cache` when it
 /// recomputes. The call must have passed the `musa` profile (which runs the same trigger and
 /// raises the injection's exceptions).
@@ -199,14 +231,21 @@ pub fn injected_metadata(
     }
     let prefix = backend.prefix.clone();
     if !update {
-        if let Some(cached) = cache.by_prefix.get(&prefix) {
+        let reused = match cache.by_prefix.get(&prefix) {
+            Some(cached) => Some(cached.clone()),
+            None => match backend.cached_metadata.get(&prefix) {
+                Some(buffer) => context_buffer(buffer, mp)?,
+                None => None,
+            },
+        };
+        if let Some(cached) = reused {
             return Ok(MetadataUsed::Injected {
                 prefix,
                 recomputed: false,
-                metadata: Box::new(cached.clone()),
+                metadata: Box::new(cached),
             });
         }
-        if backend.cached_prefixes.contains(&prefix) {
+        if backend.caches(&prefix) {
             return Err(MusaError::UnknownCachedMetadata(prefix));
         }
     }
@@ -214,9 +253,9 @@ pub fn injected_metadata(
         .map_err(|m| MusaError::Metadata(MetadataError::Rejected(m)))?;
     let values = scheduler::get_scheduler_metadata(&args, mp)?.to_tensor();
     let metadata = CachedMetadata {
-        args,
+        args: Some(args),
         values,
-        computed_for: call.id.clone(),
+        computed_for: Some(call.id.clone()),
     };
     cache.by_prefix.insert(prefix.clone(), metadata.clone());
     Ok(MetadataUsed::Injected {
@@ -256,7 +295,7 @@ pub fn flash_attn_with_kvcache_on(
     cache: &mut InjectionCache,
     options: &MusaOptions,
 ) -> Result<MusaOutput, MusaError> {
-    let call = with_cached_prefixes(call, cache);
+    let call = cache.applied_to(call);
     let verdict = MUSA.validate(&call);
     let resolved = match verdict.outcome {
         crate::validate::Outcome::Rejected(rejection) => return Err(MusaError::Raises(rejection)),

@@ -133,14 +133,14 @@ fn certify_flags_metadata_computed_for_other_arguments() {
     let text = String::from_utf8(output.stdout).unwrap();
     assert!(text.contains("H-SCHED-M-BLOCKS"), "{text}");
     assert!(
-        text.contains("rows 32..199 of sequence 0 are never computed"),
+        text.contains("rows 32..200 of sequence 0 are never computed"),
         "{text}"
     );
 }
 
 #[test]
 fn certify_numerics_show_the_rows_stale_metadata_never_computes() {
-    // The same call with --numerics: the buffer its metadata_args describe leaves rows 32..199
+    // The same call with --numerics: the buffer its metadata_args describe leaves rows 32..200
     // unwritten, and the modelled stack returns NaN there while the reference has values.
     let output = fa3conform(&[
         "certify",

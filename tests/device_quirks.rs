@@ -8,7 +8,8 @@ use fa3conform::certify::{certify_call, numerics};
 use fa3conform::device;
 use fa3conform::explain::{Found, explain, render};
 use fa3conform::kernel::{self, KernelOptions, KernelOutput, MetadataSource};
-use fa3conform::musa::InjectionCache;
+use fa3conform::mate::DEFAULT_MP;
+use fa3conform::musa::{InjectionCache, MusaOptions};
 use fa3conform::reference::{self, Precision, RefOutput, Stack};
 use fa3conform::tensor::{DEFAULT_MEMORY_CAP, Tensors, materialise};
 use fa3conform::validate::Hazard;
@@ -65,7 +66,7 @@ fn agrees_with_device_expectation(call: &KvCacheCall, run: &Run) {
 }
 
 fn hazards(call: &KvCacheCall) -> Vec<Hazard> {
-    let report = certify_call(call, &[]);
+    let report = certify_call(call, &[], DEFAULT_MP);
     assert!(
         report.gate.resolved().is_some(),
         "musa rejects {:?}",
@@ -205,7 +206,11 @@ fn rows_no_segment_covers_are_unspecified() {
             .message
             .starts_with("rows 0..2, 5..8 of q")
     );
-    let numbers = numerics::check(&call, &mut InjectionCache::default(), DEFAULT_MEMORY_CAP);
+    let numbers = numerics::check(
+        &call,
+        &mut InjectionCache::default(),
+        &MusaOptions::default(),
+    );
     assert_eq!(
         numbers.status(),
         "within-tolerance",
@@ -395,7 +400,11 @@ fn appends_past_the_capacity_land_in_the_next_cache_row() {
             .starts_with("batch 0 attends 18 keys")
     );
     // The clean reference has no meaning for it: the numbers are shown, not judged.
-    let numbers = numerics::check(&call, &mut InjectionCache::default(), DEFAULT_MEMORY_CAP);
+    let numbers = numerics::check(
+        &call,
+        &mut InjectionCache::default(),
+        &MusaOptions::default(),
+    );
     assert_eq!(numbers.status(), "not-run", "{}", numbers.describe());
 }
 

@@ -75,6 +75,7 @@ fn certify_examples() {
         profiles: vec!["musa".into(), "sgl-kernel".into()],
         numerics: false,
         memory_cap: fa3conform::tensor::DEFAULT_MEMORY_CAP,
+        mp: fa3conform::mate::DEFAULT_MP,
         device_as: None,
     })
     .unwrap();

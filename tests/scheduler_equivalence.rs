@@ -160,7 +160,7 @@ fn metadata_for_one_query_row_leaves_rows_1_to_6_uncomputed() {
     // With pack_gqa=False on the call instead: 7 rows, tile_m 32 → 1 block; still covered.
     // So take 40 rows: call needs ceil(160/256)… no pack (160 ≤ 256 packs): tile 192, 1 block.
     // The uncovered case needs the call's rows beyond one tile: 300 rows, no pack (1200 > 256),
-    // tile_m 256 → 2 blocks; metadata for max_seqlen_q = 1 → 1 block → rows 256..299 lost.
+    // tile_m 256 → 2 blocks; metadata for max_seqlen_q = 1 → 1 block → rows 256..300 lost.
     let mut call = fixed_length_call();
     call.set("q", tensor(&[2, 300, 4, 64]))
         .set("k_cache", tensor(&[2, 320, 1, 64]))
@@ -175,7 +175,7 @@ fn metadata_for_one_query_row_leaves_rows_1_to_6_uncomputed() {
         .unwrap();
     assert_eq!(
         m_blocks.message,
-        "num_m_blocks computed for max_seqlen_q=1, call has 300: rows 256..299 of each sequence are never computed"
+        "num_m_blocks computed for max_seqlen_q=1, call has 300: rows 256..300 of each sequence are never computed"
     );
     // The kernel path driven by that metadata leaves exactly those rows NaN.
     let values = fa3conform::scheduler::get_scheduler_metadata(
@@ -245,7 +245,7 @@ fn permuted_and_longer_buffers_name_their_consequences() {
     );
     assert_eq!(
         findings[2].message,
-        "num_m_blocks has 0 block(s) of 32 rows for sequence 1, which needs 1: rows 0..6 of sequence 1 are never computed"
+        "num_m_blocks has 0 block(s) of 32 rows for sequence 1, which needs 1: rows 0..7 of sequence 1 are never computed"
     );
     assert_eq!(
         findings[0].message,
@@ -322,6 +322,7 @@ fn injection_recomputes_then_reuses_per_prefix() {
         pp_layer_partition: None,
         force_update_metadata: None,
         cached_prefixes: vec![],
+        cached_metadata: Default::default(),
     };
     let mut cache = InjectionCache::default();
     call.context = SglangContext {
@@ -389,7 +390,7 @@ fn every_scheduler_hazard_is_raised() {
         ..args_for(7)
     });
     add(&uncomputable);
-    for name in ["hybrid-swa", "mla", "cp-extend"] {
+    for name in ["hybrid-swa", "mla", "cp-extend", "draft"] {
         let path = format!(
             "{}/examples/forward-{name}.json",
             env!("CARGO_MANIFEST_DIR")

@@ -143,6 +143,14 @@ fn context_parallel_extend_reuses_the_last_invocations_metadata() {
     assert_eq!(
         m_blocks.message,
         "num_m_blocks computed for max_seqlen_q=20, call has 300; cu_seqlens_q=[0, 20, 30], call has \
-         [0, 300, 340]: rows 256..299 of sequence 0 are never computed"
+         [0, 300, 340]: rows 256..300 of sequence 0 are never computed"
     );
+}
+
+#[test]
+fn a_draft_backend_constructed_last_injects_into_the_targets_calls() {
+    let report = report("draft");
+    support::snapshot_settings("scheduler")
+        .bind(|| insta::assert_snapshot!("draft", render_human(&report)));
+    assert_eq!(flagged(&report), ["target-layer0", "target-layer1"]);
 }

@@ -10,6 +10,7 @@ mod support;
 use fa3conform::call::KvCacheCall;
 use fa3conform::certify::{certify_call, render_human_call};
 use fa3conform::conform::catalogue::FILES;
+use fa3conform::mate::DEFAULT_MP;
 use fa3conform::spec::parse_specs;
 use fa3conform::validate::{Outcome, profiles, registry};
 use serde_json::Value;
@@ -237,7 +238,7 @@ fn snapshots_show_every_profile_side_by_side() {
     let all = profiles::all();
     let settings = support::snapshot_settings("catalog");
     for e in catalogue() {
-        let report = certify_call(&e.call, &all);
+        let report = certify_call(&e.call, &all, DEFAULT_MP);
         let text = render_human_call(&e.call, &report);
         settings.bind(|| insta::assert_snapshot!(e.call.id.clone(), text));
     }

@@ -27,6 +27,7 @@ fn options(files: Vec<PathBuf>, profiles: &[&str]) -> CertifyOptions {
         profiles: profiles.iter().map(|s| s.to_string()).collect(),
         numerics: false,
         memory_cap: fa3conform::tensor::DEFAULT_MEMORY_CAP,
+        mp: fa3conform::mate::DEFAULT_MP,
         device_as: None,
     }
 }

@@ -90,6 +90,7 @@ fn backend(layer_id: u32) -> SglangContext {
             pp_layer_partition: None,
             force_update_metadata: None,
             cached_prefixes: Vec::new(),
+            cached_metadata: Default::default(),
         }),
     }
 }

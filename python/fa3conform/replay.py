@@ -101,11 +101,14 @@ def prepare_sglang_context(module, context, device="musa"):
         return None
     if state.get("cached_prefixes"):
         return "context.sglang_backend.cached_prefixes needs cached metadata tensors the bundle does not carry"
+    if state.get("cached_metadata"):
+        return "context.sglang_backend.cached_metadata: the runner does not rebuild cached metadata tensors"
     layer = state.get("layer")
     module._CURRENT_BACKEND = types.SimpleNamespace(
         _current_prefix=state.get("prefix", "forward_decode"),
         _current_layer=None if layer is None else types.SimpleNamespace(**layer),
-        _current_max_seqlen_k=state.get("max_seqlen_k"),
+        # SGLang's backend starts with 0; an explicit null stays None.
+        _current_max_seqlen_k=state.get("max_seqlen_k", 0),
         _current_can_run_tbo=state.get("can_run_tbo", False),
         num_hidden_layers=state.get("num_hidden_layers", 1),
         first_k_dense_replace=state.get("first_k_dense_replace"),

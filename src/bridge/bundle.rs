@@ -5,7 +5,7 @@ use super::tensors::{
     StoredTensor, TensorFile, TensorFileError, read_tensor_file, write_tensor_file,
 };
 use crate::call::{Dtype, KvCacheCall};
-use crate::reference::{Precision, RefOutput};
+use crate::reference::{Precision, RefOutput, Unspecified};
 use crate::spec::{SpecError, call_to_json, parse_specs};
 use crate::tolerance;
 use crate::validate::{Outcome, Verdict};
@@ -37,6 +37,14 @@ pub mod names {
     /// tolerance rule.
     pub const OUT_LOWPREC: &str = "out_lowprec";
     pub const LSE_LOWPREC: &str = "softmax_lse_lowprec";
+    /// Beside `out`, `softmax_lse`, `k_cache`, `v_cache`: which of their elements the stack
+    /// leaves unspecified (BOOL, true = not compared), present only when some are.
+    pub const UNSPECIFIED_SUFFIX: &str = "_unspecified";
+
+    /// The mask stored for tensor `name`.
+    pub fn unspecified(name: &str) -> String {
+        format!("{name}{UNSPECIFIED_SUFFIX}")
+    }
 }
 
 /// The tolerance rule's parameters for the call's input dtype, written to `expected.json` for
@@ -144,7 +152,8 @@ pub struct ExpectedNumbers {
     /// The call appends `k`/`v`: the caches after the call are part of the result.
     pub appends_kv: bool,
     /// `out`, `softmax_lse`, `out_lowprec`, `softmax_lse_lowprec` (F32) and, when `appends_kv`,
-    /// `k_cache`, `v_cache` (cache dtype).
+    /// `k_cache`, `v_cache` (cache dtype); `<name>_unspecified` (BOOL) for those with elements
+    /// the stack leaves unspecified.
     pub tensors: TensorFile,
 }
 
@@ -154,8 +163,8 @@ fn stored_f32(a: &ArrayD<f64>) -> StoredTensor {
 }
 
 impl ExpectedNumbers {
-    /// The numbers of the f64 reference (`exact`) and its low-precision twin (`lowprec`);
-    /// `caches` are the dtypes of `k_cache` and `v_cache`.
+    /// The numbers of the f64 reference (`exact`) and its low-precision twin (`lowprec`), with
+    /// the elements `exact` marks unspecified; `caches` are the dtypes of `k_cache` and `v_cache`.
     pub fn new(
         profile: &str,
         out_dtype: Dtype,
@@ -182,6 +191,23 @@ impl ExpectedNumbers {
                 );
             }
         }
+        if let Some(masks) = &exact.unspecified {
+            let named = [
+                (names::OUT, Some(&masks.out)),
+                (names::LSE, Some(&masks.lse)),
+                (names::K_CACHE, masks.k_cache.as_ref()),
+                (names::V_CACHE, masks.v_cache.as_ref()),
+            ];
+            for (name, mask) in named {
+                if let Some(mask) = mask.filter(|m| m.iter().any(|&u| u)) {
+                    let flags: Vec<f64> = mask.iter().map(|&u| f64::from(u8::from(u))).collect();
+                    tensors.insert(
+                        names::unspecified(name),
+                        StoredTensor::from_values(Dtype::Bool, mask.shape(), &flags),
+                    );
+                }
+            }
+        }
         ExpectedNumbers {
             profile: profile.to_string(),
             input_dtype: exact.dtype,
@@ -198,8 +224,31 @@ impl ExpectedNumbers {
         self.tensors[name].to_host().data
     }
 
-    /// The numbers of the reference at `precision`, as the tolerance rule takes them (caches only
-    /// for the exact reference: the rule compares caches with it alone).
+    /// The mask stored for `name`, if any (true = unspecified).
+    fn mask(&self, name: &str) -> Option<ArrayD<bool>> {
+        self.tensors
+            .get(&names::unspecified(name))
+            .map(|t| t.to_host().data.mapv(|v| v != 0.0))
+    }
+
+    /// Which elements are not compared: `None` when every one is.
+    fn unspecified(&self) -> Option<Unspecified> {
+        let (out, lse) = (self.mask(names::OUT), self.mask(names::LSE));
+        let (k_cache, v_cache) = (self.mask(names::K_CACHE), self.mask(names::V_CACHE));
+        if out.is_none() && lse.is_none() && k_cache.is_none() && v_cache.is_none() {
+            return None;
+        }
+        let none_of = |name: &str| ArrayD::from_elem(self.tensors[name].shape.as_slice(), false);
+        Some(Unspecified {
+            out: out.unwrap_or_else(|| none_of(names::OUT)),
+            lse: lse.unwrap_or_else(|| none_of(names::LSE)),
+            k_cache,
+            v_cache,
+        })
+    }
+
+    /// The numbers of the reference at `precision`, as the tolerance rule takes them (caches and
+    /// the unspecified elements only for the exact reference: the rule reads them from it alone).
     pub fn ref_output(&self, precision: Precision) -> RefOutput {
         let lowprec = precision == Precision::LowPrecision;
         let (out, lse) = if lowprec {
@@ -215,7 +264,7 @@ impl ExpectedNumbers {
             v_cache: cache(names::V_CACHE),
             dtype: self.input_dtype,
             rotated_keys: self.rotated_keys,
-            unspecified: None,
+            unspecified: (!lowprec).then(|| self.unspecified()).flatten(),
             max_logit: None,
         }
     }
@@ -416,6 +465,23 @@ pub fn read_bundle(dir: &Path, cap_bytes: usize) -> Result<CaseBundle, BundleErr
                     &dir.join(EXPECTED_TENSORS),
                     format!("has no tensor `{missing}`"),
                 ));
+            }
+            for name in [names::OUT, names::LSE, names::K_CACHE, names::V_CACHE] {
+                let Some(mask) = tensors.get(&names::unspecified(name)) else {
+                    continue;
+                };
+                let fits = tensors
+                    .get(name)
+                    .is_some_and(|t| t.shape == mask.shape && mask.dtype == Dtype::Bool);
+                if !fits {
+                    return Err(invalid(
+                        &dir.join(EXPECTED_TENSORS),
+                        format!(
+                            "`{}` is not a BOOL tensor of `{name}`'s shape",
+                            names::unspecified(name)
+                        ),
+                    ));
+                }
             }
             let dtype = |name: &str| {
                 Dtype::from_torch_name(name).ok_or_else(|| {

@@ -10,8 +10,10 @@ use super::tensors::{StoredTensor, TensorFile};
 use crate::call::{Dtype, KvCacheCall, Param, TensorArg, TensorValues};
 use crate::certify::certify_call;
 use crate::certify::numerics::with_described_metadata;
+use crate::device;
+use crate::mate::DEFAULT_MP;
 use crate::partition::Partition;
-use crate::reference::{self, Precision, Stack};
+use crate::reference::{self, Precision, RefError, RefOutput, Stack};
 use crate::report::documents::export as doc;
 use crate::report::{Format, Report, Status};
 use crate::tensor::{RowOrigins, Tensors, materialise_index_tensors, materialise_rows};
@@ -185,7 +187,7 @@ fn bundle_call(
     pools: Pools,
     cap_bytes: usize,
 ) -> Result<(KvCacheCall, Option<SlimCall>), String> {
-    let call = with_described_metadata(call)?;
+    let call = with_described_metadata(call, DEFAULT_MP)?;
     let indices = materialise_index_tensors(&call, cap_bytes).map_err(|e| e.to_string())?;
     let call = with_int_values(&call, &indices);
     let slimmed = match pools {
@@ -198,7 +200,7 @@ fn bundle_call(
 /// Every profile's verdict on `call`, the gate profile's with the stale-metadata findings
 /// `certify` adds.
 pub fn verdict_records(call: &KvCacheCall) -> Vec<VerdictRecord> {
-    certify_call(call, &profiles::all())
+    certify_call(call, &profiles::all(), DEFAULT_MP)
         .verdicts
         .iter()
         .map(VerdictRecord::from)
@@ -269,10 +271,7 @@ fn inputs_and_numbers(
             let stack = stack_of(profile.name()).ok_or_else(|| {
                 format!("no reference conventions for profile {}", profile.name())
             })?;
-            let exact = reference::run(call, &tensors, stack, Precision::Exact);
-            let lowprec = reference::run(call, &tensors, stack, Precision::LowPrecision);
-            let (exact, lowprec) = exact
-                .and_then(|e| lowprec.map(|l| (e, l)))
+            let (exact, lowprec) = expected_references(call, &tensors, stack)
                 .map_err(|e| format!("accepted by {}, but the reference: {e}", profile.name()))?;
             let dtype = |name: &str| tensors.get(name).map_or(exact.dtype, |t| t.dtype);
             Some(ExpectedNumbers::new(
@@ -286,6 +285,21 @@ fn inputs_and_numbers(
         }
     };
     Ok((inputs, expected))
+}
+
+/// What a device running `call` on `stack` must return: on MUSA the device's departures from
+/// clean attention overlaid and the elements it leaves undefined marked (docs/musa-device.md);
+/// elsewhere the reference.
+fn expected_references(
+    call: &KvCacheCall,
+    tensors: &Tensors,
+    stack: Stack,
+) -> Result<(RefOutput, RefOutput), RefError> {
+    if stack == Stack::Musa {
+        return device::musa_references(call, tensors);
+    }
+    let run = |precision| reference::run(call, tensors, stack, precision);
+    Ok((run(Precision::Exact)?, run(Precision::LowPrecision)?))
 }
 
 /// A folder name for a case id: the id with anything unusual replaced, or `case-<index>`.
@@ -612,7 +626,7 @@ mod tests {
             "the buffer the metadata_args describe is an input"
         );
         assert_eq!(bundle.call.metadata_args, call.metadata_args);
-        let certified: Vec<String> = certify_call(&call, &profiles::all())
+        let certified: Vec<String> = certify_call(&call, &profiles::all(), DEFAULT_MP)
             .gate
             .hazards
             .iter()

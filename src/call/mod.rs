@@ -15,7 +15,7 @@ mod recorded;
 pub mod signature;
 mod value;
 
-pub use context::{LayerInfo, SglangBackend, SglangContext};
+pub use context::{CachedBuffer, LayerInfo, SglangBackend, SglangContext};
 pub use dims::{Dims, DimsError};
 pub use dtype::Dtype;
 pub use metadata_args::MetadataArgsSpec;

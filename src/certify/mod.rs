@@ -10,11 +10,11 @@ pub mod numerics;
 
 use crate::call::{Device, KvCacheCall, PyValue, TensorArg, TensorValues, python_float_repr};
 use crate::device;
-use crate::musa::InjectionCache;
+use crate::musa::{InjectionCache, MusaOptions};
 use crate::report::documents::certify as doc;
 use crate::report::junit::{self, TestRun};
 use crate::report::{Format, Report, Status};
-use crate::scheduler::stale_metadata_findings;
+use crate::scheduler::stale_metadata_findings_on;
 use crate::spec::{SourceError, cpu_tensors_on, read_calls};
 use crate::validate::{Outcome, Profile, Severity, Verdict, profiles};
 use numerics::Numerics;
@@ -37,6 +37,8 @@ pub struct CertifyOptions {
     pub numerics: bool,
     /// With `numerics`: bytes one call's tensors may take once materialised.
     pub memory_cap: usize,
+    /// Multiprocessor count of the modelled MUSA device (metadata, split heuristic, grid).
+    pub mp: usize,
     /// Calls recorded on CPU stand for calls on this device: every CPU tensor is taken to be on it.
     pub device_as: Option<Device>,
 }
@@ -84,13 +86,18 @@ impl CallReport {
 /// also gets the stale-metadata findings (whether the scheduler metadata it passes, or that
 /// SGLang would inject, or that `metadata_args` describe, matches the call) and the device's
 /// departures from clean attention it runs into ([`device::findings`]).
-pub fn certify_call(call: &KvCacheCall, selected: &[&'static dyn Profile]) -> CallReport {
+/// `mp` is the modelled device's multiprocessor count.
+pub fn certify_call(
+    call: &KvCacheCall,
+    selected: &[&'static dyn Profile],
+    mp: usize,
+) -> CallReport {
     let mut gate = profiles::by_name(GATE_PROFILE)
         .expect("the gate profile is registered")
         .validate(call);
     if let Some(resolved) = gate.resolved() {
         let departures = device::findings(call, resolved);
-        gate.hazards.extend(stale_metadata_findings(call));
+        gate.hazards.extend(stale_metadata_findings_on(call, mp));
         gate.hazards.extend(departures);
     }
     let verdicts: Vec<Verdict> = selected
@@ -167,15 +174,28 @@ pub fn certify(options: &CertifyOptions) -> Result<CertifyReport, Error> {
     if let Some(device) = options.device_as {
         calls.iter_mut().for_each(|c| cpu_tensors_on(c, device));
     }
-    let mut reports: Vec<CallReport> = calls.iter().map(|c| certify_call(c, &selected)).collect();
+    let mut reports: Vec<CallReport> = calls
+        .iter()
+        .map(|c| certify_call(c, &selected, options.mp))
+        .collect();
     if options.numerics {
-        // In file order, one injection cache: the calls are one process's, as a recording is.
+        // In file order, one injection cache: the calls are one process's, as a recording is. A
+        // call that reuses metadata an earlier call cached is certified with those contents (a
+        // reused buffer too short for it raises).
         let progress = crate::report::progress_bar(calls.len() as u64);
         progress.set_message("numerics");
         let mut cache = InjectionCache::default();
+        let musa = MusaOptions {
+            mp: options.mp,
+            memory_cap: options.memory_cap,
+        };
         for (call, report) in calls.iter().zip(&mut reports) {
+            let in_process = cache.applied_to(call);
+            if in_process != *call {
+                *report = certify_call(&in_process, &selected, options.mp);
+            }
             if report.gate.resolved().is_some() {
-                report.numerics = Some(numerics::check(call, &mut cache, options.memory_cap));
+                report.numerics = Some(numerics::check(call, &mut cache, &musa));
             }
             progress.inc(1);
         }

@@ -6,7 +6,6 @@
 //! low-precision references; the tolerance rule ([`crate::tolerance`]) judges.
 
 use crate::call::{KvCacheCall, PyValue};
-use crate::mate::DEFAULT_MP;
 use crate::musa::{self, InjectionCache, MusaError, MusaOptions};
 use crate::reference::{self, Precision, Stack};
 use crate::scheduler::get_scheduler_metadata;
@@ -61,21 +60,17 @@ impl Numerics {
 
 /// Runs `call` on the modelled MUSA stack and the references. `cache` is SGLang's metadata cache,
 /// carried from the previous calls of the same process.
-pub fn check(call: &KvCacheCall, cache: &mut InjectionCache, memory_cap: usize) -> Numerics {
+pub fn check(call: &KvCacheCall, cache: &mut InjectionCache, options: &MusaOptions) -> Numerics {
     // The lse is needed for the comparison; asking for it changes nothing else.
-    let call = match with_described_metadata(&call.returning_lse()) {
+    let call = match with_described_metadata(&call.returning_lse(), options.mp) {
         Ok(call) => call,
         Err(why) => return Numerics::NotRun(why),
     };
-    let tensors = match materialise(&call, memory_cap) {
+    let tensors = match materialise(&call, options.memory_cap) {
         Ok(tensors) => tensors,
         Err(e) => return Numerics::NotRun(format!("the call's tensors: {e}")),
     };
-    let options = MusaOptions {
-        memory_cap,
-        ..MusaOptions::default()
-    };
-    let output = match musa::flash_attn_with_kvcache_on(&call, tensors.clone(), cache, &options) {
+    let output = match musa::flash_attn_with_kvcache_on(&call, tensors.clone(), cache, options) {
         Ok(output) => output,
         Err(MusaError::Raises(rejection)) => {
             return Numerics::NotRun(format!("the stack raises {rejection}"));
@@ -98,15 +93,16 @@ pub fn check(call: &KvCacheCall, cache: &mut InjectionCache, memory_cap: usize) 
     }
 }
 
-/// `call` passing the buffer its `metadata_args` describe, when the spec gives no values of its
-/// own: the metadata tensor the real call passes was computed with those arguments.
-pub fn with_described_metadata(call: &KvCacheCall) -> Result<KvCacheCall, String> {
+/// `call` passing the buffer its `metadata_args` describe on a device with `mp` multiprocessors,
+/// when the spec gives no values of its own: the metadata tensor the real call passes was
+/// computed with those arguments.
+pub fn with_described_metadata(call: &KvCacheCall, mp: usize) -> Result<KvCacheCall, String> {
     let values_given = call
         .passed("scheduler_metadata")
         .and_then(PyValue::as_tensor)
         .is_some_and(|t| t.values.is_some());
     match &call.metadata_args {
-        Some(args) if !values_given => get_scheduler_metadata(args, DEFAULT_MP)
+        Some(args) if !values_given => get_scheduler_metadata(args, mp)
             .map(|metadata| call.with_scheduler_metadata(&metadata.to_tensor()))
             .map_err(|e| format!("get_scheduler_metadata(metadata_args): {e}")),
         _ => Ok(call.clone()),

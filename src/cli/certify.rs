@@ -29,6 +29,10 @@ pub struct CertifyArgs {
     /// With `--numerics`: refuse calls whose tensors would take more bytes than this.
     #[arg(long, default_value_t = crate::tensor::DEFAULT_MEMORY_CAP)]
     pub memory_cap: usize,
+    /// Multiprocessor count of the modelled MUSA device (the scheduler metadata, the split
+    /// heuristic and, with `--numerics`, the persistent grid depend on it).
+    #[arg(long, default_value_t = crate::mate::DEFAULT_MP)]
+    pub mp: usize,
     /// Certify calls recorded on CPU as the calls they stand for on this device (musa or cuda):
     /// every CPU tensor is taken to be on it.
     #[arg(long, value_name = "DEVICE", value_parser = parse_device_as)]
@@ -41,6 +45,7 @@ pub fn run(args: &CertifyArgs, out: &mut dyn Write) -> Outcome {
         profiles: args.profiles.clone(),
         numerics: args.numerics,
         memory_cap: args.memory_cap,
+        mp: args.mp,
         device_as: args.device_as,
     })?;
     emit(&report, args.format, None, out)

@@ -19,8 +19,8 @@
 //!   unspecified; the rest is clean.
 //!
 //! The kernel path must agree with this under the tolerance rule (the differential oracle,
-//! `conform --suite kernel`). It is what a MUSA device must give; `export` does not write it yet
-//! (its bundles carry the reference's numbers).
+//! `conform --suite kernel`). It is what a MUSA device must give: `export` writes it into the
+//! bundles of the `musa` profile, with the unspecified elements, which `verify` does not compare.
 
 use super::{Call, Lengths};
 use crate::call::{Dtype, KvCacheCall, Param};

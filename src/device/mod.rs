@@ -19,7 +19,7 @@ use crate::validate::registry::device::{
     H_DEV_ROTARY_PAST_TABLE, H_DEV_ROW_MAX_CLAMPED, H_DEV_ROWS_UNCOVERED,
     H_DEV_SEGMENT_OVER_MAX_SEQLEN_Q, H_DEV_SINK_LSE,
 };
-use crate::validate::{Hazard, Resolved};
+use crate::validate::{self, Hazard, Resolved, ranges, span};
 
 /// One batch's lengths, as far as the spec's values give them.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -98,26 +98,6 @@ fn batch_lengths(args: &BoundArgs, r: &Resolved, values: IndexValues) -> Option<
             })
             .collect(),
     )
-}
-
-/// Half-open ranges `a..b` of a sorted set of indices, at most eight, then an ellipsis.
-pub fn ranges(indices: impl IntoIterator<Item = usize>) -> String {
-    let mut spans: Vec<(usize, usize)> = Vec::new();
-    for i in indices {
-        match spans.last_mut() {
-            Some((_, end)) if *end == i => *end += 1,
-            _ => spans.push((i, i + 1)),
-        }
-    }
-    let mut text: Vec<String> = spans
-        .iter()
-        .take(8)
-        .map(|(a, b)| format!("{a}..{b}"))
-        .collect();
-    if spans.len() > 8 {
-        text.push("…".into());
-    }
-    text.join(", ")
 }
 
 /// The device's view of one call: mate's resolution, the tiling and the per-batch lengths.
@@ -335,14 +315,14 @@ fn append_overruns(c: &Call, found: &mut Vec<Hazard>) {
         let mut past = Vec::new();
         if k_over {
             past.push(format!(
-                "k columns {}..{}",
-                r.head_size, r.head_size_rounded
+                "k columns {}",
+                span(r.head_size as i64, r.head_size_rounded as i64)
             ));
         }
         if v_over {
             past.push(format!(
-                "v columns {}..{}",
-                r.head_size_v, r.head_size_v_rounded
+                "v columns {}",
+                span(r.head_size_v as i64, r.head_size_v_rounded as i64)
             ));
         }
         found.push(Hazard::new(
@@ -423,7 +403,7 @@ fn capacity_overruns(c: &Call, found: &mut Vec<Hazard>) {
                 H_DEV_APPEND_PAST_CAPACITY,
                 &[
                     b.to_string(),
-                    format!("{}..{}", l.used.max(capacity), end),
+                    span(l.used.max(capacity), end),
                     capacity.to_string(),
                     where_,
                 ],
@@ -468,9 +448,11 @@ fn rotary_past_table(c: &Call, found: &mut Vec<Hazard>) {
         if span > 0 && last >= readable {
             let what = if table_rows < capacity && l.rotary_start + span > table_rows {
                 format!(
-                    "rows {}..{} lie past rotary_cos ({table_rows} rows): the device reads the memory after it",
-                    table_rows.max(l.rotary_start),
-                    (l.rotary_start + span).min(capacity)
+                    "rows {} lie past rotary_cos ({table_rows} rows): the device reads the memory after it",
+                    validate::span(
+                        table_rows.max(l.rotary_start),
+                        (l.rotary_start + span).min(capacity)
+                    )
                 )
             } else {
                 "the rotated dims of those keys and queries become 0".to_string()
@@ -541,20 +523,4 @@ fn sink_lse(c: &Call, found: &mut Vec<Hazard>) {
         H_DEV_SINK_LSE,
         &[ranges(all), or_none(sink), or_none(minus_inf)],
     ));
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn ranges_are_half_open_and_capped() {
-        assert_eq!(ranges([0, 1, 2, 5, 7, 8]), "0..3, 5..6, 7..9");
-        assert_eq!(ranges(Vec::<usize>::new()), "");
-        let many = ranges((0..40).step_by(2));
-        assert!(
-            many.ends_with(", …") && many.starts_with("0..1, 2..3"),
-            "{many}"
-        );
-    }
 }

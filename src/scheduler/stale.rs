@@ -13,7 +13,7 @@
 //! | num_nheads_in_l2 | anything | nothing (no reader) |
 
 use super::args::{get_scheduler_metadata, own_args, sglang_injected_args};
-use crate::call::{KvCacheCall, MetadataArgsSpec, PyValue};
+use crate::call::{CachedBuffer, KvCacheCall, MetadataArgsSpec, PyValue};
 use crate::mate::{self, DEFAULT_MP, ResolvedMask, SchedulerMetadata, SplitHeuristicArgs};
 use crate::tensor::{DEFAULT_MEMORY_CAP, Tensors, materialise_index_tensors};
 use crate::validate::profiles::MUSA;
@@ -22,7 +22,7 @@ use crate::validate::registry::scheduler::{
     H_SCHED_DROPPED_BY_SINKS, H_SCHED_M_BLOCKS, H_SCHED_PERF_ONLY, H_SCHED_SPLITS_EXCEED,
     H_SCHED_SPLITS_NONPOSITIVE, H_SCHED_UNCHECKED, H_SCHED_VALUES_NOT_FROM_ARGS,
 };
-use crate::validate::{Hazard, Profile, Resolved};
+use crate::validate::{Hazard, Profile, Resolved, span};
 
 /// What the forward needs of the metadata, from the call alone.
 struct Needs {
@@ -187,26 +187,34 @@ fn cause(differences: &[(&'static str, String)], relevant: &[&str], fallback: St
     }
 }
 
-/// Rows `lo..hi` per sequence, "of each sequence" when every sequence loses the same rows.
-fn describe_rows(lost: &[(usize, i64, i64)], batch: usize) -> String {
+/// Rows lost per sequence: `(sequence, first lost row, query rows, position whose combine
+/// merges rows another position computes)`.
+type LostRows = (usize, i64, i64, Option<(usize, usize)>);
+
+/// "rows 256..300 of sequence 0 are never computed", "of each sequence" when every sequence loses
+/// the same rows.
+fn describe_rows(lost: &[LostRows], batch: usize) -> String {
     let same = lost
         .windows(2)
-        .all(|w| (w[0].1, w[0].2) == (w[1].1, w[1].2));
-    let range = |lo: i64, hi: i64| {
-        if lo == hi {
-            format!("{lo}")
-        } else {
-            format!("{lo}..{hi}")
-        }
-    };
+        .all(|w| (w[0].1, w[0].2) == (w[1].1, w[1].2))
+        && lost.iter().all(|l| l.3.is_none());
     if same && lost.len() == batch && batch > 1 {
-        format!("{} of each sequence", range(lost[0].1, lost[0].2))
-    } else {
-        lost.iter()
-            .map(|&(x, lo, hi)| format!("{} of sequence {x}", range(lo, hi)))
-            .collect::<Vec<_>>()
-            .join(", ")
+        return format!(
+            "rows {} of each sequence are never computed",
+            span(lost[0].1, lost[0].2)
+        );
     }
+    lost.iter()
+        .map(|&(x, lo, hi, combine)| match combine {
+            None => format!("rows {} of sequence {x} are never computed", span(lo, hi)),
+            Some((short, other)) => format!(
+                "rows {} of sequence {x} are computed by position {other} only, and position \
+                 {short}'s combine merges them from split partials it did not write",
+                span(lo, hi)
+            ),
+        })
+        .collect::<Vec<_>>()
+        .join(", ")
 }
 
 /// Checks metadata `values` against `call` (whose tensors are `tensors`). `args`, when known, are
@@ -323,29 +331,54 @@ fn check_batch_table(table: &[i32], b: usize, findings: &mut Vec<Hazard>) {
     ));
 }
 
+/// Rows no position computes; with a sequence at several positions (batch_table not a
+/// permutation), a short position's rows count as computed by a longer one unless the short one
+/// splits, as its combine then rewrites every row of the sequence from its own partials (§6.10).
 fn check_m_blocks(
     metadata: &SchedulerMetadata,
     needs: &Needs,
     differences: &[(&'static str, String)],
     findings: &mut Vec<Hazard>,
 ) {
-    let mut lost = Vec::new();
+    // Per sequence: (position, query rows its tiles compute, whether it splits).
+    let mut positions: Vec<Vec<(usize, i64, bool)>> = vec![Vec::new(); needs.batch];
     let mut first_short = None;
     for (p, &x) in metadata.batch_table.iter().enumerate() {
         let Some(x) = usize::try_from(x).ok().filter(|&x| x < needs.batch) else {
             continue;
         };
         let (have, need) = (i64::from(metadata.num_m_blocks[p]), needs.m_blocks(x));
+        // Packed row r is query row r / pack_factor: rows up to the first one not fully covered.
+        let covered = ((have.max(0) * needs.tile_m) / needs.pack_factor).min(needs.qlen[x]);
+        positions[x].push((p, covered, metadata.num_splits_dynamic[p] > 1));
         if have < need && needs.qlen[x] > 0 {
-            // Packed row r is query row r / pack_factor: rows from the first one not fully covered.
-            let covered = (have.max(0) * needs.tile_m) / needs.pack_factor;
-            lost.push((x, covered, needs.qlen[x] - 1));
             first_short.get_or_insert((x, have, need));
         }
     }
     let Some((x, have, need)) = first_short else {
         return;
     };
+    let mut lost: Vec<LostRows> = Vec::new();
+    for (x, at) in positions.iter().enumerate() {
+        let qlen = needs.qlen[x];
+        let Some(&(longest, computed, _)) = at.iter().max_by_key(|&&(p, c, _)| (c, usize::MAX - p))
+        else {
+            continue;
+        };
+        if computed < qlen {
+            lost.push((x, computed, qlen, None));
+        }
+        let merged = at
+            .iter()
+            .filter(|&&(p, c, splits)| splits && c < computed && p != longest)
+            .min_by_key(|&&(_, c, _)| c);
+        if let Some(&(short, from, _)) = merged {
+            lost.push((x, from, computed, Some((short, longest))));
+        }
+    }
+    if lost.is_empty() {
+        return;
+    }
     lost.sort_unstable();
     let fallback = format!(
         "has {have} block(s) of {} rows for sequence {x}, which needs {need}",
@@ -420,11 +453,11 @@ pub fn stale_metadata_findings_on(call: &KvCacheCall, mp: usize) -> Vec<Hazard> 
         .get("scheduler_metadata")
         .filter(|_| passed.is_some_and(|t| t.values.is_some()))
         .map(|t| t.ints().into_iter().map(|v| v as i32).collect::<Vec<_>>());
-    let args = match (&call.metadata_args, &passed_values) {
-        (Some(args), _) => Some(args.clone()),
-        (None, Some(_)) => None,
-        (None, None) => match injected_recompute_args(call, &tensors) {
-            Some(args) => Some(args),
+    let (passed_values, args) = match (&call.metadata_args, passed_values) {
+        (Some(args), values) => (values, Some(args.clone())),
+        (None, Some(values)) => (Some(values), None),
+        (None, None) => match injected_buffer(call, &tensors) {
+            Some(buffer) => (buffer.values, buffer.metadata_args),
             None => return Vec::new(),
         },
     };
@@ -460,9 +493,10 @@ pub fn stale_metadata_findings_on(call: &KvCacheCall, mp: usize) -> Vec<Hazard> 
     findings
 }
 
-/// The arguments SGLang's wrapper recomputes metadata with for this call, when it injects and
-/// recomputes (§4.1–§4.5); `None` otherwise (reuse of an unknown cached tensor, MLA, no injection).
-fn injected_recompute_args(call: &KvCacheCall, tensors: &Tensors) -> Option<MetadataArgsSpec> {
+/// The buffer SGLang's wrapper injects for this call (§4.1–§4.5): the arguments it recomputes
+/// with, or the cached buffer the context gives for the prefix it reuses; `None` otherwise
+/// (reuse of a tensor whose contents are unknown, MLA, no injection).
+fn injected_buffer(call: &KvCacheCall, tensors: &Tensors) -> Option<CachedBuffer> {
     let backend = call.context.sglang_backend.as_ref()?;
     let layer = backend.layer.as_ref()?;
     if backend.use_mla
@@ -473,8 +507,12 @@ fn injected_recompute_args(call: &KvCacheCall, tensors: &Tensors) -> Option<Meta
         return None;
     }
     let update = crate::validate::profiles::should_update(backend).ok()?;
-    if !update && backend.cached_prefixes.contains(&backend.prefix) {
-        return None;
+    if !update && backend.caches(&backend.prefix) {
+        return backend.cached_metadata.get(&backend.prefix).cloned();
     }
-    sglang_injected_args(call, tensors, layer, backend.max_seqlen_k).ok()
+    let args = sglang_injected_args(call, tensors, layer, backend.max_seqlen_k).ok()?;
+    Some(CachedBuffer {
+        values: None,
+        metadata_args: Some(args),
+    })
 }

@@ -131,6 +131,36 @@ impl Hazard {
     }
 }
 
+/// A half-open range of indices as hazard messages write it: `a..b` holds a to b − 1 (as Rust's
+/// and Python's ranges do), a range of one index is that index.
+pub fn span(start: i64, end: i64) -> String {
+    if end == start + 1 {
+        start.to_string()
+    } else {
+        format!("{start}..{end}")
+    }
+}
+
+/// The ranges ([`span`]) of a sorted set of indices, at most eight, then an ellipsis.
+pub fn ranges(indices: impl IntoIterator<Item = usize>) -> String {
+    let mut spans: Vec<(usize, usize)> = Vec::new();
+    for i in indices {
+        match spans.last_mut() {
+            Some((_, end)) if *end == i => *end += 1,
+            _ => spans.push((i, i + 1)),
+        }
+    }
+    let mut text: Vec<String> = spans
+        .iter()
+        .take(8)
+        .map(|&(a, b)| span(a as i64, b as i64))
+        .collect();
+    if spans.len() > 8 {
+        text.push("…".into());
+    }
+    text.join(", ")
+}
+
 /// The outcome of validating one call against one profile.
 #[derive(Clone, Debug, PartialEq)]
 pub enum Outcome {
@@ -211,4 +241,21 @@ pub trait Profile: Sync {
     /// Registry ids of every error site this profile can raise, in check order (computed once:
     /// the fuzz oracles ask on every rejection).
     fn sites(&self) -> &'static [&'static str];
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn ranges_are_half_open_and_capped() {
+        assert_eq!(ranges([0, 1, 2, 5, 7, 8]), "0..3, 5, 7..9");
+        assert_eq!(ranges(Vec::<usize>::new()), "");
+        let many = ranges((0..40).step_by(2));
+        assert!(
+            many.ends_with(", …") && many.starts_with("0, 2, 4"),
+            "{many}"
+        );
+        assert_eq!(span(256, 300), "256..300");
+    }
 }

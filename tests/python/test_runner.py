@@ -95,6 +95,15 @@ class SglangContextTest(unittest.TestCase):
         reason = replay.prepare_sglang_context(
             self.wrapper_module(), {"sglang_backend": {"cached_prefixes": ["forward_decode"]}})
         self.assertIn("cached_prefixes", reason)
+        reason = replay.prepare_sglang_context(
+            self.wrapper_module(),
+            {"sglang_backend": {"cached_metadata": {"forward_decode": {"values": [1, 1, 0, 1]}}}})
+        self.assertIn("cached_metadata", reason)
+
+    def test_an_omitted_max_seqlen_k_is_sglangs_initial_zero(self):
+        module = self.wrapper_module()
+        self.assertIsNone(replay.prepare_sglang_context(module, {"sglang_backend": {}}))
+        self.assertEqual(module._CURRENT_BACKEND._current_max_seqlen_k, 0)
 
     def test_targets_without_the_wrapper_state_ignore_it(self):
         self.assertIsNone(replay.prepare_sglang_context(types.ModuleType("m"), {"sglang_backend": {}}))

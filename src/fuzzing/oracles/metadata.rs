@@ -414,7 +414,12 @@ impl Subject {
                 "the first layer of a pass must recompute, got {injected:?}"
             ));
         };
-        let (_, findings) = self.passing(&metadata.values, &metadata.args);
+        let Some(args) = &metadata.args else {
+            return Err(format!(
+                "a recomputed buffer without its arguments: {metadata:?}"
+            ));
+        };
+        let (_, findings) = self.passing(&metadata.values, args);
         let result = self.run(&call);
         if let Ok(output) = &result {
             let same = matches!(&output.metadata,

@@ -19,6 +19,8 @@ impl Document for ForwardPass {
 #[derive(Clone, Debug, PartialEq, Serialize)]
 pub struct Call {
     pub call: String,
+    /// The backend instance that makes the call (`backend` when the pass has one).
+    pub backend: String,
     pub layer_id: u32,
     pub prefix: String,
     /// `accepted`, or `raises <exception>: <message>`.

@@ -28,8 +28,9 @@ pub(super) enum Injection {
     Off,
     /// Non-MLA backend, metadata recomputed through chain M for `batch` sequences.
     Recompute { batch: i64 },
-    /// Non-MLA backend, the tensor cached under the prefix is reused (length unknown).
-    Reuse,
+    /// Non-MLA backend, the tensor cached under the prefix is reused: its length when the context
+    /// gives the cached buffer.
+    Reuse { len: Option<i64> },
     /// MLA backend: `(workspace, is_inited)`.
     Mla { is_inited: bool },
 }

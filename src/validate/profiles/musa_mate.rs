@@ -146,7 +146,7 @@ fn mla_workspace_and_flag(s: &MusaState) -> Result<(PyValue, PyValue), Fail> {
             PyValue::Bool(is_inited),
         )),
         // A non-MLA backend injected its 1-D metadata tensor: both items are 0-dim tensors.
-        Injection::Recompute { .. } | Injection::Reuse => {
+        Injection::Recompute { .. } | Injection::Reuse { .. } => {
             let item = PyValue::tensor(Dtype::Int32, &[]);
             Ok((item.clone(), item))
         }
@@ -1253,7 +1253,9 @@ fn f41_metadata(s: &mut MusaState) -> Result<(), Fail> {
             fail_if(batch.saturating_mul(4) < needed).at(F_41)?;
             metadata_m_blocks(s);
         }
-        Injection::Reuse => {}
+        Injection::Reuse { len } => {
+            fail_if(len.is_some_and(|len| len < needed)).at(F_41)?;
+        }
     }
     if s.injection != Injection::Off {
         metadata_blind_spots(s);

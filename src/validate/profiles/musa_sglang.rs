@@ -164,18 +164,23 @@ fn inject(s: &mut MusaState) -> Result<(), Fail> {
     let b = backend(s);
     let layer_id = i64::from(b.layer.as_ref().expect("active injection").layer_id);
     let update = should_update(b)?;
-    let (use_mla, cached) = (b.use_mla, b.cached_prefixes.contains(&b.prefix));
+    let (use_mla, cached) = (b.use_mla, b.caches(&b.prefix));
+    let cached_len = b
+        .cached_metadata
+        .get(&b.prefix)
+        .and_then(|buffer| buffer.length())
+        .map(|len| len as i64);
     let prefix = b.prefix.clone();
     s.injection = if use_mla {
         Injection::Mla { is_inited: !update }
     } else if update || !cached {
         Injection::Recompute { batch }
     } else {
-        Injection::Reuse
+        Injection::Reuse { len: cached_len }
     };
     let how = match s.injection {
         Injection::Recompute { .. } => "recomputed now",
-        Injection::Reuse => "reused from an earlier layer",
+        Injection::Reuse { .. } => "reused from an earlier layer",
         Injection::Mla { .. } | Injection::Off => "",
     };
     let splits = s.arg(Param::NumSplits).as_int().unwrap_or(0);

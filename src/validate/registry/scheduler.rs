@@ -23,10 +23,10 @@ const FA3_WRAPPER: &str = mate_src!(
 hazards! { HAZARDS:
     H_SCHED_BUFFER_LONGER = hazard!(
         "H-SCHED-BUFFER-LONGER",
-        Error,
+        Warning,
         "the metadata has {} elements, the call slices 4·b = {}: its vectors are read at offsets of {}, not of the {} they were written at",
         FWD_CONSUMES,
-        "§6.7/§6.11: mate checks only `shape[0] >= 4*batch_size` and re-slices a longer buffer at multiples of the call's batch, so batch_table is read from another vector's region. Typical cause: metadata cached for a larger batch (SGLang reuses it across layers and passes)."
+        "§6.7/§6.11: mate checks only `shape[0] >= 4*batch_size` and re-slices a longer buffer at multiples of the call's batch, so batch_table is read from another vector's region. Harmful only through what the re-sliced vectors break (the H-SCHED batch-table, m-block and split findings beside it, which are errors); alone, the call computes what it asks for. Typical cause: metadata cached for a larger batch (SGLang reuses it across layers and passes)."
     ),
     H_SCHED_BATCH_TABLE = hazard!(
         "H-SCHED-BATCH-TABLE",
@@ -38,9 +38,9 @@ hazards! { HAZARDS:
     H_SCHED_M_BLOCKS = hazard!(
         "H-SCHED-M-BLOCKS",
         Error,
-        "num_m_blocks {}: rows {} are never computed",
+        "num_m_blocks {}: {}",
         SCHEDULER,
-        "§6.11 (iii): tiles with block >= num_m_blocks[p] are skipped, so query rows beyond num_m_blocks·tile_m (packed rows with pack-GQA) keep the uninitialised contents of torch.empty (NaN on the kernel path). Causes: metadata computed for a smaller max_seqlen_q or other cu_seqlens_q, another head ratio, or another pack_gqa."
+        "§6.11 (iii): tiles with block >= num_m_blocks[p] are skipped, so query rows beyond num_m_blocks·tile_m (packed rows with pack-GQA) keep the uninitialised contents of torch.empty (NaN on the kernel path). A sequence listed at two positions loses only the rows neither computes, unless the short position splits: its combine then rewrites every row of the sequence from split partials it did not write (§6.10). Causes: metadata computed for a smaller max_seqlen_q or other cu_seqlens_q, another head ratio, or another pack_gqa."
     ),
     H_SCHED_SPLITS_EXCEED = hazard!(
         "H-SCHED-SPLITS-EXCEED",
@@ -97,6 +97,16 @@ hazards! { HAZARDS:
         "the MLA workspace is reused (is_inited=True) as written by call {}, whose {} differ: its tile schedule and split counts describe other sequences",
         mate_src!("csrc/mla_pybind.mu", "L908-L922"),
         "§4.4, §4.7 item 4, §6.12: the MLA workspace is one process-wide buffer, not keyed by prefix; after the refreshing layer every call skips the MLA metadata kernel and uses whatever the last refreshing call wrote."
+    ),
+    H_SCHED_OTHER_BACKEND = hazard!(
+        "H-SCHED-OTHER-BACKEND",
+        Warning,
+        "the call is made by backend {}, but the wrapper injects from _CURRENT_BACKEND, the last instance constructed ({}): {}",
+        concat!(
+            "sgl-project/sglang@082898472f python/sglang/srt/hardware_backend/musa/attention/flashattention_backend.py:",
+            "L162-L177"
+        ),
+        "§4.1, §4.7 item 5: `_CURRENT_BACKEND` is set in every backend's constructor, so it is the last instance constructed (a draft model's after the target's; MultiStep builds several), not the one calling. The call gets metadata for that instance's recorded layer, prefix, max_seqlen_k and can_run_tbo, or none while that instance has run no layer; all instances share one metadata dict."
     ),
     H_SCHED_UNCHECKED = hazard!(
         "H-SCHED-UNCHECKED",
