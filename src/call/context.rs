@@ -41,7 +41,8 @@ pub struct SglangBackend {
     /// unknown.
     pub cached_prefixes: Vec<String>,
     /// Prefixes present in that dict with the tensor stored under each, so that a reused buffer
-    /// can be checked against the call.
+    /// can be checked against the call. Left out of the JSON when empty (contexts written before it).
+    #[serde(skip_serializing_if = "BTreeMap::is_empty")]
     pub cached_metadata: BTreeMap<String, CachedBuffer>,
 }
 
