@@ -28,8 +28,8 @@ use crate::musa::{InjectionCache, MetadataUsed, MusaError, injected_metadata};
 use crate::report::documents::forward as doc;
 use crate::report::{Format, Report, Status};
 use crate::scheduler::check_buffer;
-use crate::spec::{ReadError, SpecError, parse_call, read_input};
-use crate::tensor::{DEFAULT_MEMORY_CAP, Tensors, materialise_index_tensors};
+use crate::spec::{ReadError, SpecError, parse_call, parse_document, read_input};
+use crate::tensor::{Tensors, materialise_index_tensors};
 use crate::validate::profiles::MUSA;
 use crate::validate::registry::scheduler::{
     H_SCHED_MLA_WORKSPACE_STALE, H_SCHED_OTHER_BACKEND, H_SCHED_UNCHECKED,
@@ -150,6 +150,9 @@ fn backend_instances(json: &mut ForwardPassJson) -> Result<Vec<BackendInstance>,
                 "each call names its layer; the backend has none",
             ));
         }
+        if instance.state.max_seqlen_k.is_some_and(|k| k < 0) {
+            return Err(spec_error(format!("{path}.max_seqlen_k"), NEGATIVE_MAX_SEQLEN_K));
+        }
         if instances[..i].iter().any(|b| b.name == instance.name) {
             return Err(spec_error(
                 format!("backends[{i}].name"),
@@ -160,16 +163,29 @@ fn backend_instances(json: &mut ForwardPassJson) -> Result<Vec<BackendInstance>,
     Ok(instances)
 }
 
-/// Parses a forward pass; errors name the JSON path.
+/// Why a pass cannot hold a negative `max_seqlen_k`: the backend stores the batch's longest KV
+/// length (`metadata.max_seq_len_k`, in `_set_current_state`).
+const NEGATIVE_MAX_SEQLEN_K: &str =
+    "must not be negative: SGLang sets it to the batch's longest KV length";
+
+/// Parses a forward pass; errors name the JSON path. A pass SGLang cannot be in is refused: a
+/// negative `max_seqlen_k` or a layer past its backend's `num_hidden_layers` (the layers a model
+/// builds are numbered from 0; the NextN draft layer is 0).
 pub fn parse_forward(text: &str) -> Result<ForwardPass, SpecError> {
-    let mut json: ForwardPassJson =
-        serde_json::from_str(text).map_err(|e| spec_error("", e.to_string()))?;
+    let document = parse_document(text)?;
+    let mut json: ForwardPassJson = serde_path_to_error::deserialize(&document).map_err(|e| {
+        let path = e.path().to_string();
+        spec_error(if path == "." { String::new() } else { path }, e.into_inner().to_string())
+    })?;
     let backends = backend_instances(&mut json)?;
     let calls = json
         .calls
         .into_iter()
         .enumerate()
         .map(|(i, c)| {
+            if c.max_seqlen_k.is_some_and(|k| k < 0) {
+                return Err(spec_error(format!("calls[{i}].max_seqlen_k"), NEGATIVE_MAX_SEQLEN_K));
+            }
             let call = parse_call(&c.call).map_err(|e| {
                 spec_error(
                     format!("calls[{i}].call.{}", e.path).trim_end_matches('.'),
@@ -188,6 +204,16 @@ pub fn parse_forward(text: &str) -> Result<ForwardPass, SpecError> {
                         )
                     })?,
             };
+            let layers = backends[backend].state.num_hidden_layers;
+            if c.layer.layer_id >= layers {
+                return Err(spec_error(
+                    format!("calls[{i}].layer.layer_id"),
+                    format!(
+                        "layer {} is past the model's layers 0..{layers} (num_hidden_layers of backend `{}`)",
+                        c.layer.layer_id, backends[backend].name
+                    ),
+                ));
+            }
             Ok(PassCall {
                 backend,
                 layer: c.layer,
@@ -277,8 +303,9 @@ impl WorkspaceWriter {
     }
 }
 
-/// Runs the pass's calls in order through the wrapper's injection and checks what each receives.
-pub fn emulate(pass: &ForwardPass, mp: usize) -> ForwardReport {
+/// Runs the pass's calls in order through the wrapper's injection and checks what each receives;
+/// each call's index tensors may take `memory_cap` bytes.
+pub fn emulate(pass: &ForwardPass, mp: usize, memory_cap: usize) -> ForwardReport {
     let mut states: Vec<SglangBackend> = pass.backends.iter().map(|b| b.state.clone()).collect();
     let current = states.len() - 1;
     let mut cache = InjectionCache::default();
@@ -328,7 +355,7 @@ pub fn emulate(pass: &ForwardPass, mp: usize) -> ForwardReport {
             report.outcome = format!("raises {rejection}");
             report.metadata = "none (the call raises)".into();
         } else {
-            let (metadata, received) = match materialise_index_tensors(&call, DEFAULT_MEMORY_CAP) {
+            let (metadata, received) = match materialise_index_tensors(&call, memory_cap) {
                 Ok(tensors) => {
                     let received = injected_metadata(&call, &tensors, &mut cache, mp);
                     check_received(&call, &tensors, received, &mut workspace, &mut report, mp)
@@ -508,6 +535,8 @@ pub struct ForwardOptions {
     pub file: PathBuf,
     /// Multiprocessor count of the modelled MUSA device.
     pub mp: usize,
+    /// Bytes one call's index tensors may take once materialised.
+    pub memory_cap: usize,
 }
 
 /// Why a forward pass could not be emulated.
@@ -526,5 +555,5 @@ pub fn forward(options: &ForwardOptions) -> Result<ForwardReport, ForwardError> 
         path: options.file.display().to_string(),
         source,
     })?;
-    Ok(emulate(&pass, options.mp))
+    Ok(emulate(&pass, options.mp, options.memory_cap))
 }

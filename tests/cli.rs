@@ -308,3 +308,111 @@ fn conform_shards_merge_and_an_incomplete_set_is_refused() {
         "error: shard count:2/2 missing: the merged report would not cover the campaign\n"
     );
 }
+
+/// The first example's call on one line, with `id`.
+fn one_line_call(id: &str) -> String {
+    let text = std::fs::read_to_string(
+        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("examples/decode-paged.json"),
+    )
+    .unwrap();
+    let mut call: serde_json::Value = serde_json::from_str(&text).unwrap();
+    call["id"] = id.into();
+    call.to_string()
+}
+
+#[test]
+fn certify_reports_an_unreadable_call_and_certifies_the_others() {
+    let dir = tempfile::tempdir().unwrap();
+    let lines = dir.path().join("calls.jsonl");
+    std::fs::write(
+        &lines,
+        format!(
+            "{}\n{{\"id\": \"broken\",}}\n{}\n",
+            one_line_call("a"),
+            one_line_call("c")
+        ),
+    )
+    .unwrap();
+    let array = dir.path().join("calls.json");
+    std::fs::write(
+        &array,
+        format!(
+            "[{}, {{\"args\": {{\"q\": {{\"tensor\": {{\"shape\": [1, -2], \"dtype\": \"bfloat16\"}}}}}}}}]",
+            one_line_call("d")
+        ),
+    )
+    .unwrap();
+    let (lines, array) = (lines.to_str().unwrap(), array.to_str().unwrap());
+
+    let (code, doc) = json_document(&["certify", lines, array, "--format", "json"]);
+    assert_eq!(code, Some(2), "{doc}");
+    let ids: Vec<&str> = doc["calls"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|c| c["id"].as_str().unwrap())
+        .collect();
+    assert_eq!(ids, ["a", "c", "d"]);
+    assert!(
+        doc["calls"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .all(|c| c["certified"] == true)
+    );
+    assert_eq!(
+        doc["invalid"],
+        serde_json::json!([
+            {"file": lines, "path": "line 2", "message": "invalid JSON at column 17: trailing comma"},
+            {"file": array, "path": "[1].args.q.tensor.shape[1]", "message": "expected a non-negative integer"},
+        ])
+    );
+
+    let output = fa3conform(&["certify", lines]);
+    assert_eq!(output.status.code(), Some(2));
+    let text = String::from_utf8(output.stdout).unwrap();
+    assert!(
+        text.contains(&format!(
+            "{lines}: line 2: invalid JSON at column 17: trailing comma: not certified (input error)\n"
+        )),
+        "{text}"
+    );
+    assert!(
+        text.ends_with("2 of 3 calls certified for musa (1 could not be read)\n"),
+        "{text}"
+    );
+    let junit =
+        String::from_utf8(fa3conform(&["certify", lines, "--format", "junit"]).stdout).unwrap();
+    assert!(
+        junit.contains("message=\"input error: invalid JSON at column 17: trailing comma\""),
+        "{junit}"
+    );
+}
+
+#[test]
+fn export_reads_its_spec_from_standard_input() {
+    use std::io::Write;
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("bundles");
+    let mut child = Command::new(env!("CARGO_BIN_EXE_fa3conform"))
+        .args(["export", "--spec", "-", "--out", out.to_str().unwrap()])
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    child
+        .stdin
+        .take()
+        .unwrap()
+        .write_all(one_line_call("from-stdin").as_bytes())
+        .unwrap();
+    let output = child.wait_with_output().unwrap();
+    assert_eq!(
+        output.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    assert!(out.join("from-stdin/call.json").is_file());
+}

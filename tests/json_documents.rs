@@ -87,6 +87,7 @@ fn forward_mla() {
     let report = forward(&ForwardOptions {
         file: repo("examples/forward-mla.json"),
         mp: DEFAULT_MP,
+        memory_cap: fa3conform::tensor::DEFAULT_MEMORY_CAP,
     })
     .unwrap();
     snapshot("forward", &json(&report));

@@ -358,6 +358,7 @@ fn injection_recomputes_then_reuses_per_prefix() {
 #[test]
 fn every_scheduler_hazard_is_raised() {
     use fa3conform::forward::{emulate, parse_forward};
+    use fa3conform::tensor::DEFAULT_MEMORY_CAP;
     use fa3conform::validate::registry;
     use std::collections::BTreeSet;
     let mut raised: BTreeSet<&str> = BTreeSet::new();
@@ -398,6 +399,7 @@ fn every_scheduler_hazard_is_raised() {
         let report = emulate(
             &parse_forward(&std::fs::read_to_string(path).unwrap()).unwrap(),
             DEFAULT_MP,
+            DEFAULT_MEMORY_CAP,
         );
         raised.extend(
             report

@@ -7,6 +7,7 @@ mod support;
 use fa3conform::forward::{ForwardReport, emulate, parse_forward};
 use fa3conform::mate::DEFAULT_MP;
 use fa3conform::report::{self, Format, Report, Status};
+use fa3conform::tensor::DEFAULT_MEMORY_CAP;
 
 fn report(name: &str) -> ForwardReport {
     let path = format!(
@@ -14,7 +15,7 @@ fn report(name: &str) -> ForwardReport {
         env!("CARGO_MANIFEST_DIR")
     );
     let pass = parse_forward(&std::fs::read_to_string(&path).unwrap()).unwrap();
-    emulate(&pass, DEFAULT_MP)
+    emulate(&pass, DEFAULT_MP, DEFAULT_MEMORY_CAP)
 }
 
 fn render_human(report: &ForwardReport) -> String {
@@ -97,6 +98,7 @@ fn json_report_and_status() {
             )
             .into(),
             mp: DEFAULT_MP,
+            memory_cap: DEFAULT_MEMORY_CAP,
         };
         let report = forward(&options).unwrap();
         let mut out = Vec::new();
@@ -123,6 +125,37 @@ fn malformed_passes_name_the_json_path() {
     assert!(
         message.starts_with("calls[0].call.args.q.tensor.dtype: unknown dtype"),
         "{message}"
+    );
+    let layer = r#"{"layer_id": 4, "tp_q_head_num": 1, "tp_k_head_num": 1, "qk_head_dim": 64, "v_head_dim": 64}"#;
+    let pass = |backend: &str, step: &str| {
+        parse_forward(&format!(
+            r#"{{"id": "x", "backend": {backend}, "calls": [{{"layer": {layer}, {step} "call": {{}}}}]}}"#
+        ))
+        .map(|_| ())
+        .map_err(|e| e.to_string())
+    };
+    // serde's own errors carry the path too, not only the call specs' (they had none).
+    assert_eq!(
+        pass(r#"{"num_hidden_layers": 8, "use_mla": 1}"#, ""),
+        Err("backend.use_mla: invalid type: integer `1`, expected a boolean".into())
+    );
+    assert_eq!(
+        pass(r#"{"num_hidden_layers": 8}"#, r#""max_seqlen_k": -1,"#),
+        Err("calls[0].max_seqlen_k: must not be negative: SGLang sets it to the batch's longest KV length".into())
+    );
+    assert_eq!(
+        pass(r#"{"num_hidden_layers": 8, "max_seqlen_k": -1}"#, ""),
+        Err("backend.max_seqlen_k: must not be negative: SGLang sets it to the batch's longest KV length".into())
+    );
+    assert_eq!(
+        pass(r#"{"num_hidden_layers": 4}"#, ""),
+        Err("calls[0].layer.layer_id: layer 4 is past the model's layers 0..4 (backend.num_hidden_layers)".into())
+    );
+    assert_eq!(pass(r#"{"num_hidden_layers": 5}"#, ""), Ok(()));
+    // Read as call specs are: a repeated key is an error at its line.
+    assert_eq!(
+        pass(r#"{"num_hidden_layers": 5, "num_hidden_layers": 6}"#, ""),
+        Err("invalid JSON at line 1 column 67: duplicate key \"num_hidden_layers\"".into())
     );
 }
 

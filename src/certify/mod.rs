@@ -3,8 +3,10 @@
 //! numbers of each accepted call on the modelled MUSA stack against the reference ([`numerics`]).
 //!
 //! The report's status is a success when every call is accepted by `musa` with no error-severity
-//! hazard (and, with `--numerics`, no numeric difference), findings otherwise; unreadable input is
-//! an [`Error`].
+//! hazard (and, with `--numerics`, no numeric difference), findings otherwise. A call that cannot
+//! be read (a bad JSON line, an invalid array element) is reported as such and the others are
+//! still certified: the status is then an input error. A source that cannot be read at all is an
+//! [`Error`].
 
 pub mod numerics;
 
@@ -15,7 +17,7 @@ use crate::report::documents::certify as doc;
 use crate::report::junit::{self, TestRun};
 use crate::report::{Format, Report, Status};
 use crate::scheduler::stale_metadata_findings_on;
-use crate::spec::{SourceError, cpu_tensors_on, read_calls};
+use crate::spec::{InvalidCall, SourceError, cpu_tensors_on, read_calls};
 use crate::validate::{Outcome, Profile, Severity, Verdict, profiles};
 use numerics::Numerics;
 use std::io::{self, Write};
@@ -170,7 +172,8 @@ pub fn select_profiles(names: &[String]) -> Result<Vec<&'static dyn Profile>, Er
 /// Certifies every call of `options.files`.
 pub fn certify(options: &CertifyOptions) -> Result<CertifyReport, Error> {
     let selected = select_profiles(&options.profiles)?;
-    let mut calls = read_calls(&options.files)?.calls;
+    let set = read_calls(&options.files)?;
+    let (mut calls, invalid) = (set.calls, set.invalid);
     if let Some(device) = options.device_as {
         calls.iter_mut().for_each(|c| cpu_tensors_on(c, device));
     }
@@ -201,7 +204,11 @@ pub fn certify(options: &CertifyOptions) -> Result<CertifyReport, Error> {
         }
         progress.finish_and_clear();
     }
-    Ok(CertifyReport { calls, reports })
+    Ok(CertifyReport {
+        calls,
+        reports,
+        invalid,
+    })
 }
 
 /// The calls certified and what was found for each.
@@ -210,15 +217,24 @@ pub struct CertifyReport {
     pub calls: Vec<KvCacheCall>,
     /// One per call, in order.
     pub reports: Vec<CallReport>,
+    /// The calls that could not be read, in order.
+    pub invalid: Vec<InvalidCall>,
 }
 
 impl Report for CertifyReport {
     const FORMATS: &'static [Format] = &[Format::Human, Format::Json, Format::Junit];
     type Document = doc::Certification;
 
-    /// Findings when any call is not certified for the gate profile.
+    /// An input error when a call could not be read, else findings when any call is not
+    /// certified for the gate profile.
     fn status(&self) -> Status {
-        Status::findings_if(!self.reports.iter().all(CallReport::passes))
+        let unreadable = if self.invalid.is_empty() {
+            Status::Success
+        } else {
+            Status::InputError
+        };
+        let findings = Status::findings_if(!self.reports.iter().all(CallReport::passes));
+        Status::combined([unreadable, findings])
     }
 
     /// Per call the summary, each profile's outcome and the hazards.
@@ -226,17 +242,33 @@ impl Report for CertifyReport {
         for (call, report) in self.calls.iter().zip(&self.reports) {
             out.write_all(render_human_call(call, report).as_bytes())?;
         }
+        for invalid in &self.invalid {
+            writeln!(out, "{invalid}: not certified (input error)")?;
+        }
         let passed = self.reports.iter().filter(|r| r.passes()).count();
+        let unreadable = match self.invalid.len() {
+            0 => String::new(),
+            n => format!(" ({n} could not be read)"),
+        };
         writeln!(
             out,
-            "{passed} of {} calls certified for {GATE_PROFILE}",
-            self.reports.len()
+            "{passed} of {} calls certified for {GATE_PROFILE}{unreadable}",
+            self.reports.len() + self.invalid.len()
         )
     }
 
     fn document(&self) -> doc::Certification {
         doc::Certification {
             calls: self.reports.iter().map(call_document).collect(),
+            invalid: self
+                .invalid
+                .iter()
+                .map(|i| doc::Invalid {
+                    file: i.file.clone(),
+                    path: i.error.path.clone(),
+                    message: i.error.message.clone(),
+                })
+                .collect(),
         }
     }
 
@@ -259,6 +291,18 @@ impl Report for CertifyReport {
                     }
                 },
             })
+            .chain(self.invalid.iter().map(|i| junit::TestCase {
+                classname: "certify".into(),
+                name: if i.error.path.is_empty() {
+                    i.file.clone()
+                } else {
+                    format!("{} {}", i.file, i.error.path)
+                },
+                outcome: junit::Outcome::Failed {
+                    message: format!("input error: {}", i.error.message),
+                    detail: None,
+                },
+            }))
             .collect();
         Some(TestRun {
             name: "fa3conform certify".into(),

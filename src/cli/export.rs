@@ -62,7 +62,7 @@ impl ExportArgs {
     /// unless the suite names them).
     fn calls(&self) -> anyhow::Result<Vec<KvCacheCall>> {
         if let Some(path) = &self.spec {
-            let mut calls = read_calls(std::slice::from_ref(path))?.calls;
+            let mut calls = read_calls(std::slice::from_ref(path))?.into_calls()?;
             calls.truncate(self.cases.unwrap_or(calls.len()));
             for call in &mut calls {
                 if let Some(seed) = self.seed {

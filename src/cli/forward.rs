@@ -17,12 +17,16 @@ pub struct ForwardArgs {
     /// Multiprocessor count of the modelled MUSA device.
     #[arg(long, default_value_t = crate::mate::DEFAULT_MP)]
     pub mp: usize,
+    /// Bytes one call's index tensors (sequence lengths, page tables) may take once materialised.
+    #[arg(long, default_value_t = crate::tensor::DEFAULT_MEMORY_CAP)]
+    pub memory_cap: usize,
 }
 
 pub fn run(args: &ForwardArgs, out: &mut dyn Write) -> Outcome {
     let report = forward::forward(&ForwardOptions {
         file: args.file.clone(),
         mp: args.mp,
+        memory_cap: args.memory_cap,
     })?;
     emit(&report, args.format, None, out)
 }

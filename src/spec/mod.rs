@@ -24,8 +24,22 @@ mod sources;
 mod write;
 
 pub use parse::{SpecError, parse_call, parse_each, parse_specs};
-pub use sources::{CallSet, SourceError, cpu_tensors_on, parse_device_as, read_calls};
+pub use sources::{CallSet, InvalidCall, SourceError, cpu_tensors_on, parse_device_as, read_calls};
 pub use write::{call_to_json, value_to_json};
+
+/// One JSON document as spec files are read: a byte-order mark skipped, a repeated key an error,
+/// a syntax error named by its line and column (for files that are not call specs, such as
+/// forward passes).
+pub fn parse_document(text: &str) -> Result<serde_json::Value, SpecError> {
+    let text = json::without_bom(text);
+    json::parse(text).map_err(|e| {
+        let (message, line, column) = json::describe(&e, text);
+        SpecError {
+            path: String::new(),
+            message: format!("invalid JSON at line {line} column {column}: {message}"),
+        }
+    })
+}
 
 /// A file that could not be read; `path` is `<stdin>` for standard input.
 #[derive(Debug, thiserror::Error)]

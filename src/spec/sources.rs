@@ -5,7 +5,7 @@
 //! a `recorded` note) that are the same call — every process of a tensor-parallel server records
 //! the same decode step — are kept once, the first in file order; hand-written specs are all kept.
 
-use super::{SpecError, call_to_json, parse_specs};
+use super::{SpecError, call_to_json, parse_each};
 use crate::call::{Device, KvCacheCall};
 use std::collections::HashSet;
 use std::path::{Path, PathBuf};
@@ -14,6 +14,9 @@ use std::path::{Path, PathBuf};
 #[derive(Debug, Default)]
 pub struct CallSet {
     pub calls: Vec<KvCacheCall>,
+    /// Calls that could not be read (a bad JSON line, an invalid array element), in file order;
+    /// the other calls of their file are in `calls`.
+    pub invalid: Vec<InvalidCall>,
     /// Files read (a folder counts its files).
     pub files: usize,
     /// Recorded calls dropped as repeats of an earlier one.
@@ -26,6 +29,26 @@ pub enum SourceError {
     Read { path: String, message: String },
     #[error("{path}: {error}")]
     Spec { path: String, error: SpecError },
+}
+
+/// One call of a file that could not be read; `error.path` starts with its line (`line 3`) or
+/// array element (`[2]`) when the file holds several.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{file}: {error}")]
+pub struct InvalidCall {
+    pub file: String,
+    pub error: SpecError,
+}
+
+impl CallSet {
+    /// The calls, or the first call that could not be read: for commands that take all calls or
+    /// none.
+    pub fn into_calls(self) -> Result<Vec<KvCacheCall>, SourceError> {
+        match self.invalid.into_iter().next() {
+            Some(InvalidCall { file, error }) => Err(SourceError::Spec { path: file, error }),
+            None => Ok(self.calls),
+        }
+    }
 }
 
 fn read_error(path: &Path, e: impl std::fmt::Display) -> SourceError {
@@ -77,7 +100,9 @@ fn identity(call: &KvCacheCall) -> String {
     json.to_string()
 }
 
-/// Reads every source in order: files, `-` for standard input, folders of call files.
+/// Reads every source in order: files, `-` for standard input, folders of call files. A call that
+/// cannot be read is kept in [`CallSet::invalid`] and the others are still read; a source that
+/// cannot be read at all, or holds no call specs, is the error.
 pub fn read_calls(sources: &[PathBuf]) -> Result<CallSet, SourceError> {
     let mut set = CallSet::default();
     let mut seen = HashSet::new();
@@ -89,16 +114,22 @@ pub fn read_calls(sources: &[PathBuf]) -> Result<CallSet, SourceError> {
         };
         for file in files {
             let text = read_text(&file)?;
-            let calls = parse_specs(&text).map_err(|error| SourceError::Spec {
-                path: file.display().to_string(),
+            let name = file.display().to_string();
+            let calls = parse_each(&text).map_err(|error| SourceError::Spec {
+                path: name.clone(),
                 error,
             })?;
             set.files += 1;
             for call in calls {
-                if call.recorded.is_some() && !seen.insert(identity(&call)) {
-                    set.duplicates += 1;
-                } else {
-                    set.calls.push(call);
+                match call {
+                    Err(error) => set.invalid.push(InvalidCall {
+                        file: name.clone(),
+                        error,
+                    }),
+                    Ok(call) if call.recorded.is_some() && !seen.insert(identity(&call)) => {
+                        set.duplicates += 1;
+                    }
+                    Ok(call) => set.calls.push(call),
                 }
             }
         }

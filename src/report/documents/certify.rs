@@ -9,6 +9,8 @@ use std::fmt;
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct Certification {
     pub calls: Vec<Call>,
+    /// Calls that could not be read; the run's exit code is then 2 (input error).
+    pub invalid: Vec<Invalid>,
 }
 
 impl Document for Certification {
@@ -27,6 +29,16 @@ pub struct Call {
     /// `accepted on sgl-kernel, rejected on musa: ValueError: ...`
     pub summary: String,
     pub certified: bool,
+}
+
+/// A call of a spec file that could not be read.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct Invalid {
+    pub file: String,
+    /// Where in the file: `line 3`, `[2]`, followed by the JSON path in the call
+    /// (`line 3.args.q.tensor.shape[1]`); empty for a file of one call.
+    pub path: String,
+    pub message: String,
 }
 
 /// An accepted call has `null` exception, message and site.
