@@ -24,11 +24,12 @@
 //! item 5), and the metadata dict is shared by all of them.
 
 use crate::call::{KvCacheCall, LayerInfo, SglangBackend};
+use crate::files::{self, FileError};
 use crate::musa::{InjectionCache, MetadataUsed, MusaError, injected_metadata};
 use crate::report::documents::forward as doc;
 use crate::report::{Format, Report, Status};
 use crate::scheduler::check_buffer;
-use crate::spec::{ReadError, SpecError, parse_call, parse_document, read_input};
+use crate::spec::{SpecError, parse_call, parse_document};
 use crate::tensor::{Tensors, materialise_index_tensors};
 use crate::validate::profiles::MUSA;
 use crate::validate::registry::scheduler::{
@@ -535,7 +536,7 @@ pub struct ForwardOptions {
     pub file: PathBuf,
     /// Multiprocessor count of the modelled MUSA device.
     pub mp: usize,
-    /// Bytes one call's index tensors may take once materialised.
+    /// Bytes the file may hold, and one call's index tensors once materialised.
     pub memory_cap: usize,
 }
 
@@ -543,14 +544,14 @@ pub struct ForwardOptions {
 #[derive(Debug, thiserror::Error)]
 pub enum ForwardError {
     #[error(transparent)]
-    Read(#[from] ReadError),
+    Read(#[from] FileError),
     #[error("{path}: {source}")]
     Parse { path: String, source: SpecError },
 }
 
 /// Reads the pass of `options.file` and emulates it.
 pub fn forward(options: &ForwardOptions) -> Result<ForwardReport, ForwardError> {
-    let text = read_input(&options.file)?;
+    let text = files::read_text(&options.file, options.memory_cap)?;
     let pass = parse_forward(&text).map_err(|source| ForwardError::Parse {
         path: options.file.display().to_string(),
         source,

@@ -9,6 +9,7 @@ pub mod cli;
 pub mod conform;
 pub mod device;
 pub mod explain;
+pub mod files;
 pub mod forward;
 pub mod fuzzing;
 pub mod hopper;

@@ -3,10 +3,11 @@
 
 use crate::bridge::tensors::{StoredTensor, TensorFile, write_tensor_file};
 use crate::call::{Dtype, KvCacheCall};
+use crate::files;
 use crate::reference::{self, Precision, RefOutput, Stack};
 use crate::report::documents::run as doc;
 use crate::report::{Format, Report, Status};
-use crate::spec::{parse_specs, read_input};
+use crate::spec::parse_specs;
 use crate::tensor::materialise;
 use anyhow::{Context, bail};
 use ndarray::ArrayD;
@@ -20,7 +21,7 @@ pub struct RunOptions {
     pub spec: PathBuf,
     /// Whose conventions apply where the stacks differ.
     pub stack: Stack,
-    /// Bytes the call's tensors may take once materialised.
+    /// Bytes the spec file may hold, and the call's tensors once materialised.
     pub memory_cap: usize,
     /// Where to write the outputs as safetensors, if anywhere.
     pub out: Option<PathBuf>,
@@ -36,7 +37,7 @@ pub struct RunReport {
 
 /// Evaluates the one call of `options.spec`; unreadable or invalid input is an error.
 pub fn run(options: &RunOptions) -> anyhow::Result<RunReport> {
-    let text = read_input(&options.spec)?;
+    let text = files::read_text(&options.spec, options.memory_cap)?;
     let mut calls =
         parse_specs(&text).with_context(|| format!("reading {}", options.spec.display()))?;
     if calls.len() != 1 {

@@ -416,3 +416,31 @@ fn export_reads_its_spec_from_standard_input() {
     );
     assert!(out.join("from-stdin/call.json").is_file());
 }
+
+/// Every command that reads a user-named file reads at most the cap (issue 16 item 4): a spec
+/// that is a link to `/dev/zero` was read until memory ran out.
+#[test]
+fn endless_input_files_are_refused_at_the_cap() {
+    let dir = tempfile::tempdir().unwrap();
+    let zero = dir.path().join("calls.json");
+    std::os::unix::fs::symlink("/dev/zero", &zero).unwrap();
+    let zero = zero.to_str().unwrap();
+    let out = dir.path().join("bundles");
+    let commands: [&[&str]; 4] = [
+        &["certify", zero],
+        &["run", zero],
+        &["forward", zero],
+        &["export", "--spec", zero, "--out", out.to_str().unwrap()],
+    ];
+    for args in commands {
+        let output = fa3conform(&[args, &["--memory-cap", "1000000"]].concat());
+        assert_eq!(output.status.code(), Some(2), "{args:?}");
+        let stderr = String::from_utf8(output.stderr).unwrap();
+        assert!(
+            stderr.contains(
+                "calls.json: more than 1000000 bytes, over the memory cap (raise it with --memory-cap)"
+            ),
+            "{args:?}: {stderr}"
+        );
+    }
+}

@@ -5,6 +5,7 @@ use super::tensors::{
     StoredTensor, TensorFile, TensorFileError, read_tensor_file, write_tensor_file,
 };
 use crate::call::{Dtype, KvCacheCall};
+use crate::files::{self, FileError};
 use crate::reference::{Precision, RefOutput, Unspecified};
 use crate::spec::{SpecError, call_to_json, parse_specs};
 use crate::tolerance;
@@ -346,6 +347,8 @@ pub enum BundleError {
     Spec { path: PathBuf, source: SpecError },
     #[error(transparent)]
     Tensors(#[from] TensorFileError),
+    #[error(transparent)]
+    File(#[from] FileError),
 }
 
 fn invalid(path: &Path, message: impl Into<String>) -> BundleError {
@@ -355,26 +358,10 @@ fn invalid(path: &Path, message: impl Into<String>) -> BundleError {
     }
 }
 
-fn read_text(path: &Path) -> Result<String, BundleError> {
-    std::fs::read_to_string(path).map_err(|source| BundleError::Io {
-        path: path.to_path_buf(),
-        source,
-    })
-}
-
-fn write_text(path: &Path, text: &str) -> Result<(), BundleError> {
-    std::fs::write(path, text).map_err(|source| BundleError::Io {
-        path: path.to_path_buf(),
-        source,
-    })
-}
-
-/// Writes `bundle` into the folder `dir` (created if needed).
+/// Writes `bundle` into the folder `dir` (created if needed). A folder or file that is a symbolic
+/// link is refused, never written through: a bundle is written inside `--out` only.
 pub fn write_bundle(dir: &Path, bundle: &CaseBundle) -> Result<(), BundleError> {
-    std::fs::create_dir_all(dir).map_err(|source| BundleError::Io {
-        path: dir.to_path_buf(),
-        source,
-    })?;
+    files::create_dir(dir)?;
     for stale in [RESULT_JSON, RESULT_TENSORS, EXPECTED_TENSORS, INPUTS_FILE] {
         match std::fs::remove_file(dir.join(stale)) {
             Err(e) if e.kind() != std::io::ErrorKind::NotFound => {
@@ -387,7 +374,7 @@ pub fn write_bundle(dir: &Path, bundle: &CaseBundle) -> Result<(), BundleError> 
         }
     }
     let call = serde_json::to_string_pretty(&call_to_json(&bundle.call)).expect("JSON serialises");
-    write_text(&dir.join(CALL_FILE), &call)?;
+    files::write_new(&dir.join(CALL_FILE), call.as_bytes())?;
     if bundle.skipped.is_none() {
         write_tensor_file(&dir.join(INPUTS_FILE), &bundle.inputs)?;
     }
@@ -410,19 +397,22 @@ pub fn write_bundle(dir: &Path, bundle: &CaseBundle) -> Result<(), BundleError> 
         skipped: bundle.skipped.clone(),
     };
     let text = serde_json::to_string_pretty(&expected).expect("JSON serialises");
-    write_text(&dir.join(EXPECTED_JSON), &text)?;
+    files::write_new(&dir.join(EXPECTED_JSON), text.as_bytes())?;
     if let Some(e) = &bundle.expected {
         write_tensor_file(&dir.join(EXPECTED_TENSORS), &e.tensors)?;
     }
     Ok(())
 }
 
-/// Reads the bundle in `dir`, decoding no more than `cap_bytes` per tensor file.
+/// Reads the bundle in `dir`, reading no more than `cap_bytes` per file and decoding no more per
+/// tensor file.
 pub fn read_bundle(dir: &Path, cap_bytes: usize) -> Result<CaseBundle, BundleError> {
     let call_path = dir.join(CALL_FILE);
-    let mut calls = parse_specs(&read_text(&call_path)?).map_err(|source| BundleError::Spec {
-        path: call_path.clone(),
-        source,
+    let mut calls = parse_specs(&files::read_text(&call_path, cap_bytes)?).map_err(|source| {
+        BundleError::Spec {
+            path: call_path.clone(),
+            source,
+        }
     })?;
     if calls.len() != 1 {
         return Err(invalid(
@@ -432,7 +422,7 @@ pub fn read_bundle(dir: &Path, cap_bytes: usize) -> Result<CaseBundle, BundleErr
     }
     let call = calls.remove(0);
     let expected_path = dir.join(EXPECTED_JSON);
-    let json: ExpectedJson = serde_json::from_str(&read_text(&expected_path)?)
+    let json: ExpectedJson = serde_json::from_str(&files::read_text(&expected_path, cap_bytes)?)
         .map_err(|e| invalid(&expected_path, e.to_string()))?;
     let inputs = match json.skipped {
         Some(_) => TensorFile::new(),
@@ -491,7 +481,7 @@ pub fn read_bundle(dir: &Path, cap_bytes: usize) -> Result<CaseBundle, BundleErr
                     )
                 })
             };
-            Some(ExpectedNumbers {
+            let numbers = ExpectedNumbers {
                 profile: n.profile,
                 input_dtype: dtype(&n.input_dtype)?,
                 out_dtype: dtype(&n.out_dtype)?,
@@ -500,7 +490,10 @@ pub fn read_bundle(dir: &Path, cap_bytes: usize) -> Result<CaseBundle, BundleErr
                 returned_values: n.returned_values,
                 appends_kv: n.appends_kv,
                 tensors,
-            })
+            };
+            expected_fits_the_call(&numbers, &call)
+                .map_err(|message| invalid(&dir.join(EXPECTED_TENSORS), message))?;
+            Some(numbers)
         }
     };
     Ok(CaseBundle {
@@ -513,8 +506,79 @@ pub fn read_bundle(dir: &Path, cap_bytes: usize) -> Result<CaseBundle, BundleErr
     })
 }
 
+/// Checks that the expected numbers are what the call makes: the reference's outputs stored as
+/// F32, `out` shaped as `q` with `v_cache`'s head size, the low-precision twins shaped as the
+/// exact ones, the caches in the call's dtypes and shapes, and `input_dtype` the dtype of `q`. An
+/// expected file relabelled (its `out` declared I32) would otherwise be compared as if it held
+/// other numbers.
+fn expected_fits_the_call(numbers: &ExpectedNumbers, call: &KvCacheCall) -> Result<(), String> {
+    let tensors = &numbers.tensors;
+    let arg = |name: &str| call.passed(name).and_then(|v| v.as_tensor());
+    for name in [
+        names::OUT,
+        names::LSE,
+        names::OUT_LOWPREC,
+        names::LSE_LOWPREC,
+    ] {
+        if tensors[name].dtype != Dtype::Float32 {
+            return Err(format!(
+                "`{name}` has dtype {}, the reference's numbers are float32",
+                tensors[name].dtype.torch_name()
+            ));
+        }
+    }
+    for (exact, lowprec) in [
+        (names::OUT, names::OUT_LOWPREC),
+        (names::LSE, names::LSE_LOWPREC),
+    ] {
+        if tensors[exact].shape != tensors[lowprec].shape {
+            return Err(format!(
+                "`{lowprec}` has shape {:?}, `{exact}` {:?}",
+                tensors[lowprec].shape, tensors[exact].shape
+            ));
+        }
+    }
+    if let (Some(q), Some(v_cache)) = (arg("q"), arg("v_cache")) {
+        if numbers.input_dtype != q.dtype {
+            return Err(format!(
+                "expected.json's input_dtype is {}, call.json's q is {}",
+                numbers.input_dtype.torch_name(),
+                q.dtype.torch_name()
+            ));
+        }
+        let mut shape = q.shape.clone();
+        if let (Some(last), Some(&head_v)) = (shape.last_mut(), v_cache.shape.last()) {
+            *last = head_v;
+        }
+        if tensors[names::OUT].shape != shape {
+            return Err(format!(
+                "`out` has shape {:?}, the call's output has {shape:?}",
+                tensors[names::OUT].shape
+            ));
+        }
+    }
+    if numbers.appends_kv {
+        for name in [names::K_CACHE, names::V_CACHE] {
+            let (stored, given) = (&tensors[name], arg(name));
+            if let Some(given) = given
+                && (stored.dtype != given.dtype || stored.shape != given.shape)
+            {
+                return Err(format!(
+                    "`{name}` is {}{:?}, call.json's {name} is {}{:?}",
+                    stored.dtype.torch_name(),
+                    stored.shape,
+                    given.dtype.torch_name(),
+                    given.shape
+                ));
+            }
+        }
+    }
+    Ok(())
+}
+
 /// The bundle folders under `root`: `root` itself when it holds a `call.json`, else its
-/// subfolders that do, in name order.
+/// subfolders, in name order, when one of them does (those without one are not bundles, and
+/// the caller reports them rather than passing over them).
 pub fn bundle_dirs(root: &Path) -> Result<Vec<PathBuf>, BundleError> {
     if root.join(CALL_FILE).is_file() {
         return Ok(vec![root.to_path_buf()]);
@@ -525,10 +589,15 @@ pub fn bundle_dirs(root: &Path) -> Result<Vec<PathBuf>, BundleError> {
     })?;
     let mut dirs: Vec<PathBuf> = entries
         .filter_map(|e| e.ok().map(|e| e.path()))
-        .filter(|p| p.join(CALL_FILE).is_file())
+        .filter(|p| {
+            let hidden = p
+                .file_name()
+                .is_some_and(|n| n.to_string_lossy().starts_with('.'));
+            p.is_dir() && !hidden
+        })
         .collect();
     dirs.sort();
-    if dirs.is_empty() {
+    if !dirs.iter().any(|d| d.join(CALL_FILE).is_file()) {
         return Err(invalid(root, "no bundle (a folder with call.json) here"));
     }
     Ok(dirs)
@@ -616,6 +685,42 @@ mod tests {
         );
         assert_eq!(expected[names::LSE].shape, [1, 2, 2]);
         assert_eq!(expected[names::OUT].dtype, Dtype::Float32);
+    }
+
+    /// A bundle folder or file that is already a symbolic link was written through (issue 16
+    /// item 3): export's writes must stay inside `--out`.
+    #[test]
+    fn bundles_are_written_through_no_symbolic_link() {
+        let bundle = CaseBundle {
+            call: append_call(),
+            inputs: TensorFile::new(),
+            verdicts: Vec::new(),
+            expected: None,
+            pool: None,
+            skipped: Some("a reason".into()),
+        };
+        let dir = tempfile::tempdir().unwrap();
+        let elsewhere = dir.path().join("elsewhere");
+        std::fs::create_dir(&elsewhere).unwrap();
+        let linked = dir.path().join("case-folder");
+        std::os::unix::fs::symlink(&elsewhere, &linked).unwrap();
+        let err = write_bundle(&linked, &bundle).unwrap_err().to_string();
+        assert!(err.contains("is a symbolic link"), "{err}");
+        assert_eq!(std::fs::read_dir(&elsewhere).unwrap().count(), 0);
+
+        let case = dir.path().join("case");
+        std::fs::create_dir(&case).unwrap();
+        let target = elsewhere.join("precious.txt");
+        std::fs::write(&target, "keep").unwrap();
+        std::os::unix::fs::symlink(&target, case.join(EXPECTED_JSON)).unwrap();
+        let err = write_bundle(&case, &bundle).unwrap_err().to_string();
+        assert!(
+            err.ends_with(
+                "expected.json: it is a symbolic link, and fa3conform writes through none"
+            ),
+            "{err}"
+        );
+        assert_eq!(std::fs::read_to_string(&target).unwrap(), "keep");
     }
 
     #[test]

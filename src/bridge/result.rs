@@ -10,6 +10,7 @@
 
 use super::bundle::{BundleError, RESULT_JSON, RESULT_TENSORS};
 use super::tensors::{TensorFile, read_tensor_file};
+use crate::files::{self, FileError};
 use serde::Deserialize;
 use std::path::Path;
 
@@ -94,13 +95,16 @@ fn tail(text: &str, lines: usize) -> String {
     format!("; its stderr ended with:\n{}", kept[start..].join("\n"))
 }
 
-/// Reads what the runner left in the bundle `dir`, decoding at most `cap` bytes of tensors.
+/// Reads what the runner left in the bundle `dir`, reading at most `cap` bytes per file and
+/// decoding at most `cap` bytes of tensors.
 pub fn read_result(dir: &Path, cap: usize) -> Result<RunOutcome, BundleError> {
     let path = dir.join(RESULT_JSON);
-    let text = match std::fs::read_to_string(&path) {
+    let text = match files::read_text(&path, cap) {
         Ok(text) => text,
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(RunOutcome::Missing),
-        Err(source) => return Err(BundleError::Io { path, source }),
+        Err(FileError::Read { source, .. }) if source.kind() == std::io::ErrorKind::NotFound => {
+            return Ok(RunOutcome::Missing);
+        }
+        Err(e) => return Err(e.into()),
     };
     let invalid = |message: String| BundleError::Invalid {
         path: path.clone(),

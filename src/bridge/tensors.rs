@@ -2,13 +2,13 @@
 //! that caches compare bit for bit and nothing is rounded twice.
 
 use crate::call::{Dtype, TensorArg};
+use crate::files::{self, FileError};
 use crate::numeric::{from_le_bytes, to_le_bytes};
 use crate::tensor::HostTensor;
 use ndarray::{ArrayD, IxDyn};
 use safetensors::SafeTensors;
 use safetensors::tensor::TensorView;
 use std::collections::{BTreeMap, HashMap};
-use std::io::Read;
 use std::path::{Path, PathBuf};
 use thiserror::Error;
 
@@ -70,11 +70,8 @@ pub type TensorFile = BTreeMap<String, StoredTensor>;
 
 #[derive(Debug, Error)]
 pub enum TensorFileError {
-    #[error("{path}: {source}")]
-    Io {
-        path: PathBuf,
-        source: std::io::Error,
-    },
+    #[error(transparent)]
+    File(#[from] FileError),
     #[error("{path}: not a safetensors file: {message}")]
     Format { path: PathBuf, message: String },
     #[error(
@@ -100,7 +97,7 @@ fn format_error(path: &Path, e: impl ToString) -> TensorFileError {
     }
 }
 
-/// Writes `tensors` to `path`.
+/// Writes `tensors` to `path`, through no symbolic link ([`files::write_new`]).
 pub fn write_tensor_file(path: &Path, tensors: &TensorFile) -> Result<(), TensorFileError> {
     let views = tensors
         .iter()
@@ -111,36 +108,20 @@ pub fn write_tensor_file(path: &Path, tensors: &TensorFile) -> Result<(), Tensor
         .collect::<Result<Vec<_>, _>>()
         .map_err(|e| format_error(path, format!("{e:?}")))?;
     let metadata = HashMap::from([("format".to_string(), "fa3conform-bundle-1".to_string())]);
-    safetensors::serialize_to_file(views, &Some(metadata), path).map_err(|e| match e {
-        safetensors::SafeTensorError::IoError(source) => TensorFileError::Io {
-            path: path.to_path_buf(),
-            source,
-        },
-        other => format_error(path, format!("{other:?}")),
-    })
+    let bytes = safetensors::serialize(views, &Some(metadata))
+        .map_err(|e| format_error(path, format!("{e:?}")))?;
+    Ok(files::write_new(path, &bytes)?)
 }
 
 /// Reads every tensor of `path`, refusing files whose values would take more than `cap_bytes` once
 /// decoded to f64 (checked from the file size before reading, and from the header before decoding).
 pub fn read_tensor_file(path: &Path, cap_bytes: usize) -> Result<TensorFile, TensorFileError> {
-    let io = |source| TensorFileError::Io {
-        path: path.to_path_buf(),
-        source,
-    };
     let over = |needed: u128| TensorFileError::OverCap {
         path: path.to_path_buf(),
         needed,
         cap: cap_bytes,
     };
-    // The size a device or pipe reports is no bound (`/dev/zero` has size 0): read at most one
-    // byte past the cap and refuse what reaches it.
-    let mut buffer = Vec::new();
-    std::fs::File::open(path)
-        .and_then(|file| file.take(cap_bytes as u64 + 1).read_to_end(&mut buffer))
-        .map_err(io)?;
-    if buffer.len() > cap_bytes {
-        return Err(over(buffer.len() as u128));
-    }
+    let buffer = files::read(path, cap_bytes)?;
     let file =
         SafeTensors::deserialize(&buffer).map_err(|e| format_error(path, format!("{e:?}")))?;
     let views = file.tensors();
@@ -247,7 +228,9 @@ mod tests {
         std::os::unix::fs::symlink("/dev/zero", &path).unwrap();
         let cap = 1 << 20;
         match read_tensor_file(&path, cap) {
-            Err(TensorFileError::OverCap { needed, .. }) => assert_eq!(needed, cap as u128 + 1),
+            Err(TensorFileError::File(FileError::OverCap { cap: refused, .. })) => {
+                assert_eq!(refused, cap)
+            }
             other => panic!("{other:?}"),
         }
     }

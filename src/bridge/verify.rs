@@ -6,8 +6,8 @@
 //! ones (bit for bit, except where that rule allows rotated keys and fp8 values a tolerance).
 
 use super::bundle::{
-    BundleError, CaseBundle, ExpectedNumbers, OutcomeKind, RESULT_TENSORS, VerdictRecord,
-    bundle_dirs, names, read_bundle,
+    BundleError, CALL_FILE, CaseBundle, ExpectedNumbers, OutcomeKind, RESULT_TENSORS,
+    VerdictRecord, bundle_dirs, names, read_bundle,
 };
 use super::result::{Returned, RunOutcome, read_result};
 use super::tensors::TensorFile;
@@ -38,6 +38,9 @@ pub enum CaseStatus {
     Mismatch(String),
     /// The runner could not reproduce the case (its reason).
     Skipped(String),
+    /// The bundle cannot be read (a malformed file, a folder without `call.json`): an input
+    /// error for this case; the others are still judged.
+    Invalid(String),
 }
 
 #[derive(Clone, Debug, PartialEq)]
@@ -235,7 +238,8 @@ fn compare_outputs(expected: &ExpectedNumbers, result: &TensorFile) -> CaseStatu
     }
 }
 
-/// Judges every case under `options.dir`; an unreadable bundle is an error.
+/// Judges every case under `options.dir`; a bundle that cannot be read is that case's input
+/// error, and a folder without any bundle the error.
 pub fn verify(options: &VerifyOptions) -> Result<VerifyReport, BundleError> {
     let cases = bundle_dirs(&options.dir)?
         .into_iter()
@@ -244,12 +248,15 @@ pub fn verify(options: &VerifyOptions) -> Result<VerifyReport, BundleError> {
                 || case.display().to_string(),
                 |n| n.to_string_lossy().into_owned(),
             );
-            Ok(CaseReport {
-                name,
-                status: judge(&case, &options.profile, options.memory_cap)?,
-            })
+            let status = if case.join(CALL_FILE).is_file() {
+                judge(&case, &options.profile, options.memory_cap)
+                    .unwrap_or_else(|e| CaseStatus::Invalid(e.to_string()))
+            } else {
+                CaseStatus::Invalid(format!("{}: no {CALL_FILE}: not a bundle", case.display()))
+            };
+            CaseReport { name, status }
         })
-        .collect::<Result<_, BundleError>>()?;
+        .collect();
     Ok(VerifyReport {
         profile: options.profile.clone(),
         cases,
@@ -276,17 +283,30 @@ impl VerifyReport {
             self.count(|s| matches!(s, CaseStatus::Skipped(_))),
         )
     }
+
+    fn invalid(&self) -> usize {
+        self.count(|s| matches!(s, CaseStatus::Invalid(_)))
+    }
 }
 
 impl Report for VerifyReport {
     const FORMATS: &'static [Format] = &[Format::Human, Format::Json, Format::Junit];
     type Document = doc::Verification;
 
-    /// Findings when any case mismatches, or when none was verified (every case skipped):
-    /// skipped cases alone do not fail a run that verified others.
+    /// An input error when a bundle could not be read; else findings when any case mismatches,
+    /// or when none was verified (every case skipped): skipped cases alone do not fail a run
+    /// that verified others.
     fn status(&self) -> Status {
         let (matched, mismatched, _) = self.counts();
-        Status::findings_if(mismatched > 0 || matched == 0)
+        let unreadable = if self.invalid() > 0 {
+            Status::InputError
+        } else {
+            Status::Success
+        };
+        Status::combined([
+            unreadable,
+            Status::findings_if(mismatched > 0 || matched == 0),
+        ])
     }
 
     fn write_human(&self, out: &mut dyn Write) -> io::Result<()> {
@@ -295,12 +315,17 @@ impl Report for VerifyReport {
                 CaseStatus::Matched(_) => {}
                 CaseStatus::Mismatch(m) => human::failure_block(out, "MISMATCH", &case.name, m)?,
                 CaseStatus::Skipped(m) => writeln!(out, "SKIPPED {}: {m}", case.name)?,
+                CaseStatus::Invalid(m) => writeln!(out, "INVALID {}: {m}", case.name)?,
             }
         }
         let (matched, mismatched, skipped) = self.counts();
+        let invalid = match self.invalid() {
+            0 => String::new(),
+            n => format!(", {n} invalid"),
+        };
         writeln!(
             out,
-            "verify --profile {}: {} cases, {matched} matched, {mismatched} mismatched, {skipped} skipped",
+            "verify --profile {}: {} cases, {matched} matched, {mismatched} mismatched, {skipped} skipped{invalid}",
             self.profile,
             self.cases.len()
         )?;
@@ -320,6 +345,7 @@ impl Report for VerifyReport {
                     CaseStatus::Matched(m) => (doc::CaseOutcome::Matched, m),
                     CaseStatus::Mismatch(m) => (doc::CaseOutcome::Mismatch, m),
                     CaseStatus::Skipped(m) => (doc::CaseOutcome::Skipped, m),
+                    CaseStatus::Invalid(m) => (doc::CaseOutcome::Invalid, m),
                 };
                 doc::Case {
                     name: c.name.clone(),
@@ -333,6 +359,7 @@ impl Report for VerifyReport {
             matched,
             mismatched,
             skipped,
+            invalid: self.invalid(),
             cases,
         }
     }
@@ -351,6 +378,10 @@ impl Report for VerifyReport {
                         detail: None,
                     },
                     CaseStatus::Skipped(m) => junit::Outcome::Skipped { message: m.clone() },
+                    CaseStatus::Invalid(m) => junit::Outcome::Failed {
+                        message: format!("input error: {m}"),
+                        detail: None,
+                    },
                 },
             })
             .collect();
@@ -428,6 +459,85 @@ mod tests {
             memory_cap: 1 << 20,
         };
         assert!(verify(&options).is_err());
+    }
+
+    /// Issue 16 item 8: a relabelled expected file, a malformed bundle and a folder without
+    /// `call.json` are each that case's input error, and the other cases are still judged.
+    #[test]
+    fn bad_bundles_are_answered_per_case() {
+        use crate::bridge::bundle::{EXPECTED_TENSORS, names};
+        use crate::bridge::tensors::{read_tensor_file, write_tensor_file};
+        use crate::call::Dtype;
+        let dir = tempfile::tempdir().unwrap();
+        let call = |id: &str| {
+            format!(
+                r#"{{"id": "{id}", "args": {{
+                "q": {{"tensor": {{"shape": [1, 1, 2, 64], "dtype": "bfloat16"}}}},
+                "k_cache": {{"tensor": {{"shape": [1, 16, 1, 64], "dtype": "bfloat16"}}}},
+                "v_cache": {{"tensor": {{"shape": [1, 16, 1, 64], "dtype": "bfloat16"}}}},
+                "cache_seqlens": {{"tensor": {{"shape": [1], "dtype": "int32", "values": [5]}}}},
+                "ver": 3}}}}"#
+            )
+        };
+        let out = dir.path().join("bundles");
+        crate::bridge::export(&crate::bridge::ExportOptions {
+            calls: ["relabelled", "malformed", "sound"]
+                .iter()
+                .map(|id| crate::spec::parse_specs(&call(id)).unwrap().remove(0))
+                .collect(),
+            out: out.clone(),
+            force: false,
+            pools: crate::bridge::Pools::Slim,
+            profile: "musa".into(),
+            memory_cap: 1 << 20,
+        })
+        .unwrap();
+        let expected = out.join("relabelled").join(EXPECTED_TENSORS);
+        let mut tensors = read_tensor_file(&expected, 1 << 20).unwrap();
+        tensors.get_mut(names::OUT).unwrap().dtype = Dtype::Int32;
+        write_tensor_file(&expected, &tensors).unwrap();
+        std::fs::write(out.join("malformed").join(CALL_FILE), "{").unwrap();
+        std::fs::create_dir(out.join("notes")).unwrap();
+
+        let report = verify(&VerifyOptions {
+            dir: out,
+            profile: "musa".into(),
+            memory_cap: 1 << 20,
+        })
+        .unwrap();
+        let shown: Vec<(&str, String)> = report
+            .cases
+            .iter()
+            .map(|c| {
+                let text = match &c.status {
+                    CaseStatus::Invalid(m) => {
+                        format!("invalid: {}", m.rsplit(": ").next().unwrap())
+                    }
+                    other => format!("{other:?}"),
+                };
+                (c.name.as_str(), text)
+            })
+            .collect();
+        assert_eq!(
+            shown,
+            [
+                (
+                    "malformed",
+                    "invalid: EOF while parsing an object".to_string()
+                ),
+                ("notes", "invalid: not a bundle".to_string()),
+                (
+                    "relabelled",
+                    "invalid: `out` has dtype int32, the reference's numbers are float32"
+                        .to_string()
+                ),
+                (
+                    "sound",
+                    "Mismatch(\"no result.json: the runner did not reach this case\")".to_string()
+                ),
+            ]
+        );
+        assert_eq!(report.status(), Status::InputError);
     }
 
     fn numbers(returned_values: usize) -> ExpectedNumbers {

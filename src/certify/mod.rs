@@ -37,7 +37,8 @@ pub struct CertifyOptions {
     /// Also run each call the gate profile accepts on the modelled MUSA stack and compare it with
     /// the f64 reference ([`numerics`]).
     pub numerics: bool,
-    /// With `numerics`: bytes one call's tensors may take once materialised.
+    /// Bytes a spec file may hold; with `numerics`, also the bytes one call's tensors may take
+    /// once materialised.
     pub memory_cap: usize,
     /// Multiprocessor count of the modelled MUSA device (metadata, split heuristic, grid).
     pub mp: usize,
@@ -172,7 +173,7 @@ pub fn select_profiles(names: &[String]) -> Result<Vec<&'static dyn Profile>, Er
 /// Certifies every call of `options.files`.
 pub fn certify(options: &CertifyOptions) -> Result<CertifyReport, Error> {
     let selected = select_profiles(&options.profiles)?;
-    let set = read_calls(&options.files)?;
+    let set = read_calls(&options.files, options.memory_cap)?;
     let (mut calls, invalid) = (set.calls, set.invalid);
     if let Some(device) = options.device_as {
         calls.iter_mut().for_each(|c| cpu_tensors_on(c, device));

@@ -26,7 +26,8 @@ pub struct CertifyArgs {
     /// rule; a difference fails certification.
     #[arg(long)]
     pub numerics: bool,
-    /// With `--numerics`: refuse calls whose tensors would take more bytes than this.
+    /// Refuse spec files larger than this many bytes and, with `--numerics`, calls whose tensors
+    /// would take more.
     #[arg(long, default_value_t = crate::tensor::DEFAULT_MEMORY_CAP)]
     pub memory_cap: usize,
     /// Multiprocessor count of the modelled MUSA device (the scheduler metadata, the split

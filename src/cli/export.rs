@@ -48,7 +48,7 @@ pub struct ExportArgs {
     /// The profile whose conventions the expected numbers follow.
     #[arg(long, default_value = "musa")]
     pub profile: String,
-    /// Bytes one call's tensors may take once materialised.
+    /// Bytes a spec file may hold, and one call's tensors once materialised.
     #[arg(long, default_value_t = crate::tensor::DEFAULT_MEMORY_CAP)]
     pub memory_cap: usize,
     #[arg(long, value_parser = super::format::format_parser(ExportReport::FORMATS),
@@ -62,7 +62,8 @@ impl ExportArgs {
     /// unless the suite names them).
     fn calls(&self) -> anyhow::Result<Vec<KvCacheCall>> {
         if let Some(path) = &self.spec {
-            let mut calls = read_calls(std::slice::from_ref(path))?.into_calls()?;
+            let mut calls =
+                read_calls(std::slice::from_ref(path), self.memory_cap)?.into_calls()?;
             calls.truncate(self.cases.unwrap_or(calls.len()));
             for call in &mut calls {
                 if let Some(seed) = self.seed {

@@ -16,7 +16,7 @@
 //! arguments (FA3 signature) the call's `scheduler_metadata` was computed with
 //! ([`crate::call::MetadataArgsSpec`]); `certify` compares them with the call. An optional
 //! `"recorded"` object is the recorder's note ([`crate::call::Recorded`]). [`read_calls`] reads
-//! files, standard input and folders of recordings.
+//! files, standard input and folders of recordings, each file at most a cap's worth of bytes.
 
 mod json;
 mod parse;
@@ -39,31 +39,4 @@ pub fn parse_document(text: &str) -> Result<serde_json::Value, SpecError> {
             message: format!("invalid JSON at line {line} column {column}: {message}"),
         }
     })
-}
-
-/// A file that could not be read; `path` is `<stdin>` for standard input.
-#[derive(Debug, thiserror::Error)]
-#[error("reading {path}: {source}")]
-pub struct ReadError {
-    pub path: String,
-    #[source]
-    pub source: std::io::Error,
-}
-
-/// The text of a spec file, or of standard input for `-`.
-pub fn read_input(path: &std::path::Path) -> Result<String, ReadError> {
-    if path.as_os_str() == "-" {
-        let mut text = String::new();
-        std::io::Read::read_to_string(&mut std::io::stdin(), &mut text)
-            .map(|_| text)
-            .map_err(|source| ReadError {
-                path: "<stdin>".into(),
-                source,
-            })
-    } else {
-        std::fs::read_to_string(path).map_err(|source| ReadError {
-            path: path.display().to_string(),
-            source,
-        })
-    }
 }

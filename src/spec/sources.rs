@@ -7,6 +7,7 @@
 
 use super::{SpecError, call_to_json, parse_each};
 use crate::call::{Device, KvCacheCall};
+use crate::files::{self, FileError};
 use std::collections::HashSet;
 use std::path::{Path, PathBuf};
 
@@ -27,6 +28,8 @@ pub struct CallSet {
 pub enum SourceError {
     #[error("reading {path}: {message}")]
     Read { path: String, message: String },
+    #[error(transparent)]
+    File(#[from] FileError),
     #[error("{path}: {error}")]
     Spec { path: String, error: SpecError },
 }
@@ -81,13 +84,6 @@ fn folder_files(dir: &Path) -> Result<Vec<PathBuf>, SourceError> {
     Ok(files)
 }
 
-fn read_text(path: &Path) -> Result<String, SourceError> {
-    super::read_input(path).map_err(|e| SourceError::Read {
-        path: e.path,
-        message: e.source.to_string(),
-    })
-}
-
 /// What makes two recorded calls the same call: everything but the id and the recorder's note.
 fn identity(call: &KvCacheCall) -> String {
     let mut json = call_to_json(&KvCacheCall {
@@ -102,8 +98,8 @@ fn identity(call: &KvCacheCall) -> String {
 
 /// Reads every source in order: files, `-` for standard input, folders of call files. A call that
 /// cannot be read is kept in [`CallSet::invalid`] and the others are still read; a source that
-/// cannot be read at all, or holds no call specs, is the error.
-pub fn read_calls(sources: &[PathBuf]) -> Result<CallSet, SourceError> {
+/// cannot be read at all, holds no call specs or more than `cap_bytes`, is the error.
+pub fn read_calls(sources: &[PathBuf], cap_bytes: usize) -> Result<CallSet, SourceError> {
     let mut set = CallSet::default();
     let mut seen = HashSet::new();
     for source in sources {
@@ -113,7 +109,7 @@ pub fn read_calls(sources: &[PathBuf]) -> Result<CallSet, SourceError> {
             vec![source.clone()]
         };
         for file in files {
-            let text = read_text(&file)?;
+            let text = files::read_text(&file, cap_bytes)?;
             let name = file.display().to_string();
             let calls = parse_each(&text).map_err(|error| SourceError::Spec {
                 path: name.clone(),
@@ -185,7 +181,7 @@ mod tests {
             &[line("tp1-1", 2, true), line("tp1-2", 4, true)],
         );
         std::fs::write(dir.path().join("notes.txt"), "not a call file").unwrap();
-        let set = read_calls(&[dir.path().to_path_buf()]).unwrap();
+        let set = read_calls(&[dir.path().to_path_buf()], 1 << 20).unwrap();
         let ids: Vec<&str> = set.calls.iter().map(|c| c.id.as_str()).collect();
         assert_eq!(ids, ["tp0-1", "tp0-2", "tp1-2"]);
         assert_eq!((set.files, set.duplicates), (2, 1));
@@ -197,13 +193,13 @@ mod tests {
             format!("[{}, {}]", line("a", 2, false), line("b", 2, false)),
         )
         .unwrap();
-        assert_eq!(read_calls(&[hand]).unwrap().calls.len(), 2);
+        assert_eq!(read_calls(&[hand], 1 << 20).unwrap().calls.len(), 2);
     }
 
     #[test]
     fn errors_name_the_file() {
         let dir = tempfile::tempdir().unwrap();
-        let err = read_calls(&[dir.path().to_path_buf()])
+        let err = read_calls(&[dir.path().to_path_buf()], 1 << 20)
             .unwrap_err()
             .to_string();
         assert!(
@@ -211,7 +207,7 @@ mod tests {
             "{err}"
         );
         std::fs::write(dir.path().join("calls.jsonl"), "").unwrap();
-        let err = read_calls(&[dir.path().to_path_buf()])
+        let err = read_calls(&[dir.path().to_path_buf()], 1 << 20)
             .unwrap_err()
             .to_string();
         assert!(

@@ -9,6 +9,8 @@ pub struct Verification {
     pub matched: usize,
     pub mismatched: usize,
     pub skipped: usize,
+    /// Bundles that could not be read (the run's exit code is then 2).
+    pub invalid: usize,
     pub cases: Vec<Case>,
 }
 
@@ -21,7 +23,8 @@ pub struct Case {
     /// The bundle folder's name.
     pub name: String,
     pub outcome: CaseOutcome,
-    /// What was checked (matched), what differs (mismatch), the runner's reason (skipped).
+    /// What was checked (matched), what differs (mismatch), the runner's reason (skipped), why
+    /// the bundle cannot be read (invalid).
     pub message: String,
 }
 
@@ -31,4 +34,5 @@ pub enum CaseOutcome {
     Matched,
     Mismatch,
     Skipped,
+    Invalid,
 }
