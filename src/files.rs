@@ -6,22 +6,23 @@ use std::fs::{File, OpenOptions};
 use std::io::{self, Read, Write};
 use std::path::{Path, PathBuf};
 
-/// A file that could not be read or written; `path` is `<stdin>` for standard input.
+/// A file that could not be read or written; `path` is `<stdin>` for standard input. The
+/// message says it all: the I/O error is part of it, not a source under it.
 #[derive(Debug, thiserror::Error)]
 pub enum FileError {
-    #[error("reading {path}: {source}")]
-    Read { path: String, source: io::Error },
+    #[error("reading {path}: {error}")]
+    Read { path: String, error: io::Error },
     #[error(
         "reading {path}: more than {cap} bytes, over the memory cap (raise it with --memory-cap)"
     )]
     OverCap { path: String, cap: usize },
-    #[error("reading {path}: not UTF-8 text ({source})")]
+    #[error("reading {path}: not UTF-8 text ({error})")]
     NotText {
         path: String,
-        source: std::string::FromUtf8Error,
+        error: std::string::FromUtf8Error,
     },
-    #[error("writing {path}: {source}")]
-    Write { path: PathBuf, source: io::Error },
+    #[error("writing {path}: {error}")]
+    Write { path: PathBuf, error: io::Error },
     #[error("writing {path}: it is a symbolic link, and fa3conform writes through none")]
     Symlink { path: PathBuf },
 }
@@ -33,9 +34,9 @@ pub fn read_bounded(reader: impl Read, name: &str, cap: usize) -> Result<Vec<u8>
     reader
         .take(cap as u64 + 1)
         .read_to_end(&mut bytes)
-        .map_err(|source| FileError::Read {
+        .map_err(|error| FileError::Read {
             path: name.to_string(),
-            source,
+            error,
         })?;
     if bytes.len() > cap {
         return Err(FileError::OverCap {
@@ -49,9 +50,9 @@ pub fn read_bounded(reader: impl Read, name: &str, cap: usize) -> Result<Vec<u8>
 /// The bytes of the file `path` (following links, as any reader does), at most `cap` of them.
 pub fn read(path: &Path, cap: usize) -> Result<Vec<u8>, FileError> {
     let name = path.display().to_string();
-    let file = File::open(path).map_err(|source| FileError::Read {
+    let file = File::open(path).map_err(|error| FileError::Read {
         path: name.clone(),
-        source,
+        error,
     })?;
     read_bounded(file, &name, cap)
 }
@@ -64,7 +65,7 @@ pub fn read_text(path: &Path, cap: usize) -> Result<String, FileError> {
     } else {
         (read(path, cap)?, path.display().to_string())
     };
-    String::from_utf8(bytes).map_err(|source| FileError::NotText { path: name, source })
+    String::from_utf8(bytes).map_err(|error| FileError::NotText { path: name, error })
 }
 
 /// Refuses `path` when it is a symbolic link (to anything, or dangling).
@@ -81,9 +82,9 @@ pub fn refuse_symlink(path: &Path) -> Result<(), FileError> {
 /// symbolic link is refused.
 pub fn create_dir(dir: &Path) -> Result<(), FileError> {
     refuse_symlink(dir)?;
-    std::fs::create_dir_all(dir).map_err(|source| FileError::Write {
+    std::fs::create_dir_all(dir).map_err(|error| FileError::Write {
         path: dir.to_path_buf(),
-        source,
+        error,
     })
 }
 
@@ -91,9 +92,9 @@ pub fn create_dir(dir: &Path) -> Result<(), FileError> {
 /// `path` is refused, and one put there meanwhile is not followed: the file is created with
 /// `O_CREAT | O_EXCL`, which fails on any existing name, links included.
 pub fn write_new(path: &Path, bytes: &[u8]) -> Result<(), FileError> {
-    let error = |source| FileError::Write {
+    let error = |error| FileError::Write {
         path: path.to_path_buf(),
-        source,
+        error,
     };
     refuse_symlink(path)?;
     match std::fs::remove_file(path) {

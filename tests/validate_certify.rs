@@ -112,7 +112,14 @@ fn calls_recorded_on_cpu_are_certified_as_the_device_calls_they_stand_for() {
 
 #[test]
 fn bad_input_is_an_error() {
-    let status = certify_text("{\"args\": 3}", Format::Human, &[]);
+    // A call that cannot be read is reported as such, an input error, in the report.
+    let (status, text) = certify_text("{\"args\": 3}", Format::Human, &[]).unwrap();
+    assert_eq!(status, Status::InputError);
+    assert!(
+        text.contains("args: expected an object, got a number: not certified (input error)"),
+        "{text}"
+    );
+    let status = certify_text("[]", Format::Human, &[]);
     assert!(matches!(
         status,
         Err(Error::Source(SourceError::Spec { .. }))
@@ -121,7 +128,7 @@ fn bad_input_is_an_error() {
     assert!(matches!(status, Err(Error::UnknownProfile { .. })));
     let missing = options(vec![PathBuf::from("/nonexistent/specs.json")], &[]);
     let err = certify(&missing).unwrap_err();
-    assert!(matches!(err, Error::Source(SourceError::Read { .. })));
+    assert!(matches!(err, Error::Source(SourceError::File(_))));
     // Said once, with nothing under it (the command line prints the error chain).
     assert_eq!(
         err.to_string(),

@@ -101,7 +101,7 @@ pub fn read_result(dir: &Path, cap: usize) -> Result<RunOutcome, BundleError> {
     let path = dir.join(RESULT_JSON);
     let text = match files::read_text(&path, cap) {
         Ok(text) => text,
-        Err(FileError::Read { source, .. }) if source.kind() == std::io::ErrorKind::NotFound => {
+        Err(FileError::Read { error, .. }) if error.kind() == std::io::ErrorKind::NotFound => {
             return Ok(RunOutcome::Missing);
         }
         Err(e) => return Err(e.into()),
