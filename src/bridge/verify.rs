@@ -490,6 +490,7 @@ mod tests {
             pools: crate::bridge::Pools::Slim,
             profile: "musa".into(),
             memory_cap: 1 << 20,
+            partition: None,
         })
         .unwrap();
         let expected = out.join("relabelled").join(EXPECTED_TENSORS);

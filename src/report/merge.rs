@@ -270,7 +270,9 @@ fn merge_certifications(
     let mut expected: Option<(String, Vec<String>)> = None;
     let mut seen: BTreeMap<String, (String, usize)> = BTreeMap::new();
     let mut calls: Vec<certify::Call> = Vec::new();
+    let mut invalid: Vec<certify::Invalid> = Vec::new();
     for (name, document) in documents {
+        invalid.extend(document.invalid);
         for call in document.calls {
             let (first, first_profiles) =
                 expected.get_or_insert_with(|| (name.clone(), profiles(&call)));
@@ -297,7 +299,7 @@ fn merge_certifications(
             }
         }
     }
-    Ok(certify::Certification { calls })
+    Ok(certify::Certification { calls, invalid })
 }
 
 /// One profile's cases from disjoint shards, by name (as `verify` lists a folder), counts redone.
@@ -331,6 +333,7 @@ fn merge_verifications(
         matched: count(verify::CaseOutcome::Matched),
         mismatched: count(verify::CaseOutcome::Mismatch),
         skipped: count(verify::CaseOutcome::Skipped),
+        invalid: count(verify::CaseOutcome::Invalid),
         cases,
     })
 }
@@ -350,9 +353,17 @@ impl Report for Merged {
     const FORMATS: &'static [Format] = &[Format::Json, Format::Human];
     type Document = Merged;
 
-    /// Findings as the source command would have them: a failed case, a call not certified, a
-    /// mismatch or nothing verified.
+    /// As the source command would have it: an input error for a call or bundle that could not
+    /// be read, findings for a failed case, a call not certified, a mismatch or nothing verified.
     fn status(&self) -> Status {
+        let unreadable = match self {
+            Merged::Conform(_) => false,
+            Merged::Certify(c) => !c.invalid.is_empty(),
+            Merged::Verify(v) => v.invalid > 0,
+        };
+        if unreadable {
+            return Status::InputError;
+        }
         Status::findings_if(match self {
             Merged::Conform(c) => c
                 .suites

@@ -9,7 +9,9 @@ use std::fmt;
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct Certification {
     pub calls: Vec<Call>,
-    /// Calls that could not be read; the run's exit code is then 2 (input error).
+    /// Calls that could not be read; the run's exit code is then 2 (input error). Absent from
+    /// documents written before it was added.
+    #[serde(default)]
     pub invalid: Vec<Invalid>,
 }
 
@@ -32,7 +34,7 @@ pub struct Call {
 }
 
 /// A call of a spec file that could not be read.
-#[derive(Clone, Debug, PartialEq, Serialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct Invalid {
     pub file: String,
     /// Where in the file: `line 3`, `[2]`, followed by the JSON path in the call

@@ -9,7 +9,9 @@ pub struct Verification {
     pub matched: usize,
     pub mismatched: usize,
     pub skipped: usize,
-    /// Bundles that could not be read (the run's exit code is then 2).
+    /// Bundles that could not be read (the run's exit code is then 2). Absent from documents
+    /// written before it was added.
+    #[serde(default)]
     pub invalid: usize,
     pub cases: Vec<Case>,
 }
