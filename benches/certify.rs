@@ -10,6 +10,7 @@
 
 use criterion::{Criterion, Throughput, criterion_group, criterion_main};
 use fa3conform::certify::{CertifyOptions, certify};
+use fa3conform::mate::DEFAULT_MP;
 use fa3conform::report::{self, Format};
 use fa3conform::tensor::DEFAULT_MEMORY_CAP;
 use serde_json::Value;
@@ -76,6 +77,7 @@ fn certify_recording(c: &mut Criterion) {
         profiles: Vec::new(),
         numerics: false,
         memory_cap: DEFAULT_MEMORY_CAP,
+        mp: DEFAULT_MP,
         device_as: None,
     };
     let calls = certify(&options)

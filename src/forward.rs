@@ -112,8 +112,11 @@ fn spec_error(path: impl Into<String>, message: impl Into<String>) -> SpecError 
     }
 }
 
-/// The instances of a pass, from `backend` or `backends` (exactly one of them).
-fn backend_instances(json: &mut ForwardPassJson) -> Result<Vec<BackendInstance>, SpecError> {
+/// The instances of a pass, from `backend` or `backends` (exactly one of them), each with its
+/// JSON path.
+fn backend_instances(
+    json: &mut ForwardPassJson,
+) -> Result<(Vec<BackendInstance>, Vec<String>), SpecError> {
     let (instances, paths): (Vec<BackendInstance>, Vec<String>) =
         match (json.backend.take(), json.backends.take()) {
             (Some(state), None) => (
@@ -152,7 +155,10 @@ fn backend_instances(json: &mut ForwardPassJson) -> Result<Vec<BackendInstance>,
             ));
         }
         if instance.state.max_seqlen_k.is_some_and(|k| k < 0) {
-            return Err(spec_error(format!("{path}.max_seqlen_k"), NEGATIVE_MAX_SEQLEN_K));
+            return Err(spec_error(
+                format!("{path}.max_seqlen_k"),
+                NEGATIVE_MAX_SEQLEN_K,
+            ));
         }
         if instances[..i].iter().any(|b| b.name == instance.name) {
             return Err(spec_error(
@@ -161,7 +167,7 @@ fn backend_instances(json: &mut ForwardPassJson) -> Result<Vec<BackendInstance>,
             ));
         }
     }
-    Ok(instances)
+    Ok((instances, paths))
 }
 
 /// Why a pass cannot hold a negative `max_seqlen_k`: the backend stores the batch's longest KV
@@ -176,16 +182,22 @@ pub fn parse_forward(text: &str) -> Result<ForwardPass, SpecError> {
     let document = parse_document(text)?;
     let mut json: ForwardPassJson = serde_path_to_error::deserialize(&document).map_err(|e| {
         let path = e.path().to_string();
-        spec_error(if path == "." { String::new() } else { path }, e.into_inner().to_string())
+        spec_error(
+            if path == "." { String::new() } else { path },
+            e.into_inner().to_string(),
+        )
     })?;
-    let backends = backend_instances(&mut json)?;
+    let (backends, backend_paths) = backend_instances(&mut json)?;
     let calls = json
         .calls
         .into_iter()
         .enumerate()
         .map(|(i, c)| {
             if c.max_seqlen_k.is_some_and(|k| k < 0) {
-                return Err(spec_error(format!("calls[{i}].max_seqlen_k"), NEGATIVE_MAX_SEQLEN_K));
+                return Err(spec_error(
+                    format!("calls[{i}].max_seqlen_k"),
+                    NEGATIVE_MAX_SEQLEN_K,
+                ));
             }
             let call = parse_call(&c.call).map_err(|e| {
                 spec_error(
@@ -210,8 +222,8 @@ pub fn parse_forward(text: &str) -> Result<ForwardPass, SpecError> {
                 return Err(spec_error(
                     format!("calls[{i}].layer.layer_id"),
                     format!(
-                        "layer {} is past the model's layers 0..{layers} (num_hidden_layers of backend `{}`)",
-                        c.layer.layer_id, backends[backend].name
+                        "layer {} is past the model's layers 0..{layers} ({}.num_hidden_layers)",
+                        c.layer.layer_id, backend_paths[backend]
                     ),
                 ));
             }

@@ -45,7 +45,11 @@ fn layer(layer_id: u32) -> Value {
 }
 
 fn run(pass: Value) -> ForwardReport {
-    emulate(&parse_forward(&pass.to_string()).unwrap(), DEFAULT_MP)
+    emulate(
+        &parse_forward(&pass.to_string()).unwrap(),
+        DEFAULT_MP,
+        DEFAULT_MEMORY_CAP,
+    )
 }
 
 fn codes(report: &ForwardReport, call: usize) -> Vec<&'static str> {
@@ -231,6 +235,7 @@ fn the_wrapper_injects_from_the_last_backend_constructed() {
     let report = emulate(
         &parse_forward(&std::fs::read_to_string(path).unwrap()).unwrap(),
         DEFAULT_MP,
+        DEFAULT_MEMORY_CAP,
     );
     let backends: Vec<&str> = report.calls.iter().map(|r| r.backend.as_str()).collect();
     assert_eq!(backends, ["target", "draft", "target"]);
