@@ -224,13 +224,16 @@ impl Overlay {
             Dtype::Float16 => 2f64.powi(-11),
             _ => 2f64.powi(-8),
         };
-        // Every value the row's P can weigh, as a bound of what one rounding of each P moves.
-        let largest_value = ["v_cache", "v"]
-            .iter()
-            .filter_map(|name| tensors.get(*name))
-            .flat_map(|t| t.data.iter())
-            .filter(|x| x.is_finite())
-            .fold(0.0f64, |m, x| m.max(x.abs()));
+        let largest = |values: &mut dyn Iterator<Item = &f64>| {
+            values
+                .filter(|x| x.is_finite())
+                .fold(0.0f64, |m, x| m.max(x.abs()))
+        };
+        // The appended values, which the call brings whatever its pool holds.
+        let appended = tensors
+            .get("v")
+            .map_or(0.0, |v| largest(&mut v.data.iter()));
+        let v_cache = tensors.get("v_cache");
         let group = c.group();
         for (row, (lo, hi)) in Self::rows(c, lengths) {
             let l = &lengths[row.batch];
@@ -248,9 +251,19 @@ impl Overlay {
                 let head = hk * group + row.head;
                 if dtype == Dtype::Float16 && self.max_logit(row, head) < FP16_CLEAN_ABOVE {
                     self.mark(row, head, true, false);
-                } else {
-                    self.widen_baseline(row, head, roundoff * largest_value);
+                    continue;
                 }
+                // Every value the row's P can weigh (its visible keys, as the device reads them,
+                // and the appended ones), as a bound of what one rounding of each P moves. Only
+                // these: the pool's other rows must not matter (a slim bundle drops them).
+                let cached = v_cache.map_or(0.0, |v| {
+                    largest(&mut (lo..hi).flat_map(|key| {
+                        device_row(c, l, tensors, v, l.leftpad as usize + key, hk)
+                            .into_iter()
+                            .flat_map(|r| r.to_slice().unwrap_or(&[]))
+                    }))
+                });
+                self.widen_baseline(row, head, roundoff * cached.max(appended));
             }
         }
     }
