@@ -76,7 +76,7 @@ pub fn explain(query: &str) -> Found {
     let (exception, message) = split_exception(query);
     let exact: Vec<&'static Site> = registry::sites()
         .filter(|s| exception.is_none_or(|e| e == s.exception))
-        .filter(|s| registry::template_matches(s.template, message))
+        .filter(|s| s.matches(message))
         // A bare `assert` (empty template) or a `KeyError` (`{}`, the key's repr) matches any
         // message: only when the query names the exception.
         .filter(|s| {
@@ -220,14 +220,16 @@ impl Report for SiteList {
             let partial = match s.message_match {
                 MessageMatch::Exact => "",
                 MessageMatch::Prefix => "  (prefix of the message)",
+                MessageMatch::Pattern => "  (pattern: {*} is any text)",
             };
+            // one line per site: a multi-line message shows its line breaks as `\n`
             writeln!(
                 out,
                 "{}  [{}]  {}: {}{partial}",
                 s.id,
                 s.profiles.join(", "),
                 s.exception,
-                s.template
+                s.template.replace('\n', "\\n")
             )?;
         }
         Ok(())
@@ -243,10 +245,7 @@ impl Report for SiteList {
                 layer: s.layer.to_string(),
                 exception: s.exception.to_string(),
                 template: s.template.to_string(),
-                message_match: match s.message_match {
-                    MessageMatch::Exact => doc::MessageMatch::Exact,
-                    MessageMatch::Prefix => doc::MessageMatch::Prefix,
-                },
+                message_match: s.message_match.into(),
                 citation: s.citation.to_string(),
             })
             .collect();

@@ -54,11 +54,70 @@ fn json_report_names_the_site_and_exit_status_is_1() {
     assert_eq!(musa["exception"], "ValueError");
     assert_eq!(musa["message"], "Only ver=3 is supported for MUSA FA3.");
     assert_eq!(musa["site"], "musa.W-1");
+    assert_eq!(musa["message_match"], "exact");
     assert_eq!(
         call["summary"],
         "rejected on musa: ValueError: Only ver=3 is supported for MUSA FA3."
     );
     assert_eq!(call["hazards"], Value::Array(vec![]));
+}
+
+/// A float window entry: torch's schema error on the CUDA stacks (determined up to its
+/// Declaration line), tvm-ffi's argument conversion on MUSA (determined but for the signature and
+/// type names), each verdict saying how its message stands for `str(exc)`.
+#[test]
+fn each_verdict_says_how_its_message_stands_for_str_exc() {
+    let call = r#"{"id": "window-float", "args": {"q": {"tensor": {"shape": [2, 1, 8, 128], "dtype": "bfloat16"}},
+      "k_cache": {"tensor": {"shape": [2, 64, 2, 128], "dtype": "bfloat16"}},
+      "v_cache": {"tensor": {"shape": [2, 64, 2, 128], "dtype": "bfloat16"}},
+      "cache_seqlens": {"tensor": {"shape": [2], "dtype": "int32", "values": [10, 20]}},
+      "window_size": [1.5, -1]}}"#;
+    let (_, out) = certify_text(call, Format::Json, &["musa", "fa3", "sgl-kernel"]).unwrap();
+    let report: Value = serde_json::from_str(&out).unwrap();
+    let profiles = &report["calls"][0]["profiles"];
+    assert_eq!(profiles["fa3"]["message_match"], "pattern");
+    assert_eq!(
+        profiles["fa3"]["message"],
+        "flash_attn_3::_flash_attn_forward() Expected a value of type 'int' for argument \
+         'window_size_left' but instead found type 'float'.\nPosition: 25\nValue: 1.5\n\
+         Declaration: {*}\nCast error details: {*}"
+    );
+    assert_eq!(profiles["sgl-kernel"]["message_match"], "pattern");
+    assert!(
+        profiles["sgl-kernel"]["message"]
+            .as_str()
+            .unwrap()
+            .starts_with("sgl_kernel::fwd() Expected a value of type 'int'")
+    );
+    assert_eq!(profiles["musa"]["message_match"], "pattern");
+    assert_eq!(
+        profiles["musa"]["message"],
+        "Mismatched type on argument #24 when calling: `{*}`. Expected `{*}` but got `{*}`"
+    );
+    // An accepted verdict has no message and no match kind.
+    let (_, out) = certify_text(VER_2, Format::Json, &["fa3"]).unwrap();
+    let report: Value = serde_json::from_str(&out).unwrap();
+    let fa3 = &report["calls"][0]["profiles"]["fa3"];
+    assert_eq!(fa3["outcome"], "rejected", "fa3 has no ver parameter");
+    let (_, out) =
+        certify_text(&VER_2.replace(", \"ver\": 2", ""), Format::Json, &["fa3"]).unwrap();
+    let report: Value = serde_json::from_str(&out).unwrap();
+    let fa3 = &report["calls"][0]["profiles"]["fa3"];
+    assert_eq!(fa3["outcome"], "accepted");
+    assert_eq!(fa3["message_match"], Value::Null);
+}
+
+#[test]
+fn explain_finds_the_site_of_a_whole_multi_line_message() {
+    let device_message = "RuntimeError: flash_attn_3::_flash_attn_forward() Expected a value of type 'int' \
+         for argument 'window_size_left' but instead found type 'float'.\nPosition: 25\nValue: 1.5\n\
+         Declaration: flash_attn_3::_flash_attn_forward(Tensor q, Tensor k, Tensor v) -> (Tensor, Tensor)\n\
+         Cast error details: Unable to cast Python instance of type <class 'float'> to C++ type 'int64_t'";
+    let text = render(&explain(device_message));
+    assert!(text.starts_with("torch.op-arg-type"), "{text}");
+    let ninja = "RuntimeError: Ninja build failed. Ninja output:\n[1/2] mcc -c fwd.mu\nerror: static assertion failed";
+    let text = render(&explain(ninja));
+    assert!(text.starts_with("musa.J-1"), "{text}");
 }
 
 #[test]
@@ -194,6 +253,8 @@ fn explain_lists_every_site_with_its_message_match() {
     assert_eq!(ver["profiles"], serde_json::json!(["musa"]));
     // The build log after mate's "Ninja build failed." is the compiler's.
     assert_eq!(by_id("musa.J-1")["message_match"], "prefix");
+    // torch's schema error is determined but for the schema and pybind11's cast details.
+    assert_eq!(by_id("torch.op-arg-type")["message_match"], "pattern");
     let mut text = Vec::new();
     report::write(&listing, Format::Human, &mut text).unwrap();
     let text = String::from_utf8(text).unwrap();

@@ -9,6 +9,7 @@ use crate::files::{self, FileError};
 use crate::reference::{Precision, RefOutput, Unspecified};
 use crate::spec::{SpecError, call_to_json, parse_specs};
 use crate::tolerance;
+use crate::validate::registry::MessageMatch;
 use crate::validate::{Outcome, Verdict};
 use ndarray::ArrayD;
 use serde::{Deserialize, Serialize};
@@ -25,8 +26,9 @@ pub const RESULT_TENSORS: &str = "result.safetensors";
 pub const RESULT_JSON: &str = "result.json";
 
 /// Version of the bundle layout; readers refuse other versions. 2: `numerics.returned_values`,
-/// `pool` (slim bundles), `skipped`, aliasing tensors stored as their storage.
-pub const SCHEMA_VERSION: u32 = 2;
+/// `pool` (slim bundles), `skipped`, aliasing tensors stored as their storage. 3: each verdict's
+/// `message_match`.
+pub const SCHEMA_VERSION: u32 = 3;
 
 /// Names in `expected.safetensors` (and, for the first four, in `result.safetensors`).
 pub mod names {
@@ -87,8 +89,8 @@ pub enum OutcomeKind {
     Rejected,
 }
 
-/// One profile's verdict as recorded in `expected.json`; `exception`, `message` and `site` are
-/// set exactly when the outcome is `rejected`.
+/// One profile's verdict as recorded in `expected.json`; `exception`, `message`, `message_match`
+/// and `site` are set exactly when the outcome is `rejected`.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct VerdictRecord {
@@ -96,18 +98,21 @@ pub struct VerdictRecord {
     pub outcome: OutcomeKind,
     pub exception: Option<String>,
     pub message: Option<String>,
+    /// How `message` stands for the device's `str(exc)` (the error site's declaration).
+    pub message_match: Option<MessageMatch>,
     pub site: Option<String>,
     pub hazards: Vec<HazardRecord>,
 }
 
 impl From<&Verdict> for VerdictRecord {
     fn from(v: &Verdict) -> VerdictRecord {
-        let (outcome, exception, message, site) = match &v.outcome {
-            Outcome::Accepted(_) => (OutcomeKind::Accepted, None, None, None),
+        let (outcome, exception, message, message_match, site) = match &v.outcome {
+            Outcome::Accepted(_) => (OutcomeKind::Accepted, None, None, None, None),
             Outcome::Rejected(r) => (
                 OutcomeKind::Rejected,
                 Some(r.exception.name().to_string()),
                 Some(r.message.clone()),
+                Some(r.message_match()),
                 Some(r.site.to_string()),
             ),
         };
@@ -128,6 +133,7 @@ impl From<&Verdict> for VerdictRecord {
             outcome,
             exception,
             message,
+            message_match,
             site,
             hazards,
         }
@@ -656,6 +662,7 @@ mod tests {
                 message: Some(
                     "flash_attn_with_kvcache() got an unexpected keyword argument 'ver'".into(),
                 ),
+                message_match: Some(MessageMatch::Exact),
                 site: Some("fa3.A-3".into()),
                 hazards: vec![],
             }],
@@ -675,6 +682,7 @@ mod tests {
         assert_eq!(json["numerics"]["appends_kv"], true);
         assert_eq!(json["numerics"]["tolerance"]["max_mult"], 2.0);
         assert_eq!(json["verdicts"][0]["outcome"], "rejected");
+        assert_eq!(json["verdicts"][0]["message_match"], "exact");
         let expected = &bundle.expected.as_ref().unwrap().tensors;
         // The two appended tokens land at positions 3 and 4 of the cache, as the inputs hold them.
         let k_after = expected[names::K_CACHE].to_host().data;

@@ -16,6 +16,7 @@ use crate::report::documents::verify as doc;
 use crate::report::junit::{self, TestRun};
 use crate::report::{Format, Report, Status, human};
 use crate::tolerance;
+use crate::validate::registry::MessageMatch;
 use std::io::{self, Write};
 use std::path::{Path, PathBuf};
 
@@ -92,13 +93,21 @@ pub fn judge(dir: &Path, profile: &str, cap: usize) -> Result<CaseStatus, Bundle
         (_, RunOutcome::Failed(what)) => CaseStatus::Mismatch(what),
         (OutcomeKind::Rejected, RunOutcome::Raised { exception, message }) => {
             let got = python_error(&exception, &message);
-            if verdict.exception.as_deref() == Some(&exception)
-                && verdict.message.as_deref() == Some(&message)
-            {
+            let message_match = verdict.message_match.unwrap_or(MessageMatch::Exact);
+            let message_agrees = verdict
+                .message
+                .as_deref()
+                .is_some_and(|expected| message_match.accepts(expected, &message));
+            if verdict.exception.as_deref() == Some(&exception) && message_agrees {
                 CaseStatus::Matched(format!("raised {got}"))
             } else {
                 let expected = describe_rejection(verdict);
-                CaseStatus::Mismatch(format!("expected {expected}\n     got {got}"))
+                let kind = match message_match {
+                    MessageMatch::Exact => "",
+                    MessageMatch::Prefix => " (message: its start)",
+                    MessageMatch::Pattern => " (message: a pattern, {*} is any text)",
+                };
+                CaseStatus::Mismatch(format!("expected {expected}{kind}\n     got {got}"))
             }
         }
         (OutcomeKind::Rejected, _) => CaseStatus::Mismatch(format!(

@@ -18,6 +18,7 @@ use crate::report::junit::{self, TestRun};
 use crate::report::{Format, Report, Status};
 use crate::scheduler::stale_metadata_findings_on;
 use crate::spec::{InvalidCall, SourceError, cpu_tensors_on, read_calls};
+use crate::validate::registry::MessageMatch;
 use crate::validate::{Outcome, Profile, Severity, Verdict, profiles};
 use numerics::Numerics;
 use std::io::{self, Write};
@@ -474,6 +475,18 @@ pub fn render_human_call(call: &KvCacheCall, report: &CallReport) -> String {
     out
 }
 
+/// The registry's match kinds as the JSON documents write them (`certify`'s verdicts and
+/// `explain --list`).
+impl From<MessageMatch> for crate::report::documents::MessageMatch {
+    fn from(m: MessageMatch) -> Self {
+        match m {
+            MessageMatch::Exact => Self::Exact,
+            MessageMatch::Prefix => Self::Prefix,
+            MessageMatch::Pattern => Self::Pattern,
+        }
+    }
+}
+
 fn call_document(report: &CallReport) -> doc::Call {
     let profiles = report
         .verdicts
@@ -484,12 +497,14 @@ fn call_document(report: &CallReport) -> doc::Call {
                     outcome: doc::Outcome::Accepted,
                     exception: None,
                     message: None,
+                    message_match: None,
                     site: None,
                 },
                 Outcome::Rejected(r) => doc::Verdict {
                     outcome: doc::Outcome::Rejected,
                     exception: Some(r.exception.name().to_string()),
                     message: Some(r.message.clone()),
+                    message_match: Some(r.message_match().into()),
                     site: Some(r.site.to_string()),
                 },
             };

@@ -71,8 +71,16 @@ pub struct Rejection {
     /// Registry id of the error site.
     pub site: &'static str,
     pub exception: Exception,
-    /// `str(exc)`, byte for byte (empty for a bare `assert`).
+    /// `str(exc)`, byte for byte (empty for a bare `assert`), as far as [`Self::message_match`]
+    /// says.
     pub message: String,
+}
+
+impl Rejection {
+    /// How [`Self::message`] stands for `str(exc)`: its site's declaration.
+    pub fn message_match(&self) -> registry::MessageMatch {
+        registry::site(self.site).message_match
+    }
 }
 
 impl fmt::Display for Rejection {

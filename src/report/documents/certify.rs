@@ -1,6 +1,7 @@
 //! `certify --format json`: each call's verdict per profile, hazards, numerics and whether it is
 //! certified for the gate profile (`musa`).
 
+use super::MessageMatch;
 use crate::report::json::Document;
 use serde::de::{MapAccess, Visitor};
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
@@ -43,13 +44,16 @@ pub struct Invalid {
     pub message: String,
 }
 
-/// An accepted call has `null` exception, message and site.
+/// An accepted call has `null` exception, message, message_match and site.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct Verdict {
     pub outcome: Outcome,
     pub exception: Option<String>,
-    /// `str(exc)`, byte for byte.
+    /// `str(exc)`, as far as `message_match` says.
     pub message: Option<String>,
+    /// How `message` stands for `str(exc)`: byte for byte, its start, or a pattern whose `{*}`
+    /// parts are the installed library's (the error site's declaration, `explain --list`).
+    pub message_match: Option<MessageMatch>,
     /// The error site's id (`musa.W-1`).
     pub site: Option<String>,
 }

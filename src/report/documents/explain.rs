@@ -1,6 +1,7 @@
 //! `explain --list --format json`: every error site, with its message template and how the
 //! template stands for `str(exc)`.
 
+use super::MessageMatch;
 use crate::report::json::Document;
 use serde::Serialize;
 
@@ -27,13 +28,4 @@ pub struct Site {
     pub message_match: MessageMatch,
     /// `repo@commit path:Lx-Ly`
     pub citation: String,
-}
-
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
-#[serde(rename_all = "snake_case")]
-pub enum MessageMatch {
-    /// The filled template is `str(exc)` byte for byte.
-    Exact,
-    /// `str(exc)` starts with the filled template.
-    Prefix,
 }

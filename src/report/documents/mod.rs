@@ -11,3 +11,18 @@ pub mod forward;
 pub mod run;
 pub mod scan;
 pub mod verify;
+
+use serde::{Deserialize, Serialize};
+
+/// How a verdict's or template's message stands for the exception's `str()`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum MessageMatch {
+    /// The message is `str(exc)` byte for byte.
+    Exact,
+    /// `str(exc)` starts with the message.
+    Prefix,
+    /// `str(exc)` is the message with each `{*}` replaced by some text (what the build or the
+    /// library version decides), the rest byte for byte.
+    Pattern,
+}

@@ -10,11 +10,11 @@ use super::mha_fwd::expanded_seqlens;
 use crate::call::signature;
 use crate::call::{Device, Param, PyValue};
 use crate::validate::engine::{Check, Fail, HazardLog, Layer, reject, sites_of};
-use crate::validate::registry::Site;
 use crate::validate::registry::cuda::{
     ATEN_DIM_NO_DIMS, ATEN_DIM_RANGE, ATEN_INDEX_0D, ATEN_TENSOR_INDEX, PY_LIST_INDEX,
     PY_NOT_SUBSCRIPTABLE, PY_STR_INDEX, PY_TUPLE_INDEX,
 };
+use crate::validate::registry::{ANY_TEXT, Site};
 use crate::validate::{Exception, Rejection};
 use std::borrow::Cow;
 
@@ -169,7 +169,8 @@ fn op_value(s: &CudaState, index: usize) -> Cow<'_, PyValue> {
     }
 }
 
-/// torch's argument parser: each argument against its schema type, in schema order.
+/// torch's argument parser: each argument against its schema type, in schema order. The
+/// message names the argument's index in the schema and Python's `repr` of the value.
 fn argument_types(s: &mut CudaState) -> Result<(), Fail> {
     for (index, param) in s.op.params.iter().enumerate() {
         let value = op_value(s, index);
@@ -179,10 +180,31 @@ fn argument_types(s: &mut CudaState) -> Result<(), Fail> {
                 param.ty.display().to_string(),
                 param.name.to_string(),
                 value.type_name().to_string(),
+                index.to_string(),
+                determined_repr(&value).unwrap_or_else(|| ANY_TEXT.to_string()),
             ]));
         }
     }
     Ok(())
+}
+
+/// Python's `repr()` of `value` where the value alone decides it: not for tensors (their repr
+/// prints the data), objects (an address), NumPy scalars (NumPy 1 and 2 differ) or strings that
+/// need quoting rules beyond plain single quotes.
+fn determined_repr(value: &PyValue) -> Option<String> {
+    let determined = |v: &PyValue| determined_repr(v).is_some();
+    match value {
+        PyValue::Tensor(_) | PyValue::Object(_) | PyValue::Numpy(_) => None,
+        PyValue::Str(text)
+            if text
+                .chars()
+                .any(|c| c == '\'' || c == '\\' || !(' '..='~').contains(&c)) =>
+        {
+            None
+        }
+        PyValue::Tuple(items) | PyValue::List(items) if !items.iter().all(determined) => None,
+        _ => Some(value.to_string()),
+    }
 }
 
 /// The dispatcher picks the highest backend among all tensor arguments (CUDA outranks CPU; a

@@ -7,10 +7,14 @@ use super::{Exception, Severity};
 
 /// A [`Site`]: id, layer, exception class (an [`Exception`] variant), message template, citation,
 /// condition, explanation. `prefix "template"` marks a message whose end the sources do not
-/// determine ([`MessageMatch::Prefix`]).
+/// determine ([`MessageMatch::Prefix`]), `pattern "template"` one with parts they do not determine
+/// in the middle, each written [`ANY_TEXT`] ([`MessageMatch::Pattern`]).
 macro_rules! site {
     ($id:literal, $layer:expr, $exception:ident, prefix $template:expr, $citation:expr, $condition:expr, $explain:expr $(,)?) => {
         site!(@ $id, $layer, $exception, $template, Prefix, $citation, $condition, $explain)
+    };
+    ($id:literal, $layer:expr, $exception:ident, pattern $template:expr, $citation:expr, $condition:expr, $explain:expr $(,)?) => {
+        site!(@ $id, $layer, $exception, $template, Pattern, $citation, $condition, $explain)
     };
     ($id:literal, $layer:expr, $exception:ident, $template:expr, $citation:expr, $condition:expr, $explain:expr $(,)?) => {
         site!(@ $id, $layer, $exception, $template, Exact, $citation, $condition, $explain)
@@ -126,15 +130,23 @@ pub struct Site {
     pub explain: &'static str,
 }
 
+/// In a [`MessageMatch::Pattern`] message, a run of text (possibly empty, possibly several lines)
+/// that depends on the build or the library version.
+pub const ANY_TEXT: &str = "{*}";
+
 /// How a rendered message stands for `str(exc)`.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum MessageMatch {
     /// Byte for byte.
     Exact,
     /// `str(exc)` starts with the message; the text that follows depends on the build or on what
-    /// the sources do not determine (a compiler log, a signature the message goes on to print).
+    /// the sources do not determine (a compiler log, a list of registrations).
     Prefix,
+    /// `str(exc)` is the message with each [`ANY_TEXT`] replaced by some text (a schema or
+    /// signature as the installed library prints it, a build-dependent detail); everything else
+    /// byte for byte.
+    Pattern,
 }
 
 impl MessageMatch {
@@ -143,8 +155,31 @@ impl MessageMatch {
         match self {
             MessageMatch::Exact => actual == expected,
             MessageMatch::Prefix => actual.starts_with(expected),
+            MessageMatch::Pattern => pattern_matches(expected, actual),
         }
     }
+}
+
+/// Whether `text` is `pattern` with each [`ANY_TEXT`] standing for any run of text. Leftmost
+/// matching of each literal piece is enough: a later match of a piece never leaves more room
+/// for the pieces after it.
+fn pattern_matches(pattern: &str, text: &str) -> bool {
+    let mut pieces = pattern.split(ANY_TEXT);
+    let first = pieces.next().unwrap_or_default();
+    let Some(mut rest) = text.strip_prefix(first) else {
+        return false;
+    };
+    let mut pieces: Vec<&str> = pieces.collect();
+    let Some(last) = pieces.pop() else {
+        return rest.is_empty();
+    };
+    for piece in pieces {
+        match rest.find(piece) {
+            Some(i) => rest = &rest[i + piece.len()..],
+            None => return false,
+        }
+    }
+    rest.ends_with(last)
 }
 
 /// A registered hazard kind.
@@ -182,8 +217,21 @@ pub fn site(id: &str) -> &'static Site {
         .unwrap_or_else(|| panic!("error site {id} is not registered"))
 }
 
-/// Whether `message` is an instance of `template` (each `{}` matches any text).
+impl Site {
+    /// Whether `message` (an exception's `str()`) is one this site raises: an instance of the
+    /// template, read as [`Self::message_match`] says (a prefix site's text may go on).
+    pub fn matches(&self, message: &str) -> bool {
+        match self.message_match {
+            MessageMatch::Prefix => template_matches(&format!("{}{{}}", self.template), message),
+            MessageMatch::Exact | MessageMatch::Pattern => template_matches(self.template, message),
+        }
+    }
+}
+
+/// Whether `message` is an instance of `template` (each `{}` and each [`ANY_TEXT`] matches any
+/// text).
 pub fn template_matches(template: &str, message: &str) -> bool {
+    let template = template.replace(ANY_TEXT, "{}");
     let pieces: Vec<&str> = template.split("{}").collect();
     if pieces.len() == 1 {
         return template == message;
@@ -262,5 +310,31 @@ mod tests {
         );
         assert!(MessageMatch::Exact.accepts(message, message));
         assert!(!MessageMatch::Prefix.accepts(message, "Mismatched type on argument #1"));
+    }
+
+    #[test]
+    fn a_pattern_match_lets_each_wildcard_stand_for_any_text() {
+        let pattern =
+            "op() Expected 'int'.\nPosition: 25\nDeclaration: {*}\nCast error details: {*}";
+        let torch_2_9 = "op() Expected 'int'.\nPosition: 25\nDeclaration: op(Tensor q, int w=-1) -> Tensor\nCast error details: Unable to cast 1.5 to int";
+        assert!(MessageMatch::Pattern.accepts(pattern, torch_2_9));
+        // the wildcards may be empty, and may span lines
+        assert!(MessageMatch::Pattern.accepts(
+            pattern,
+            "op() Expected 'int'.\nPosition: 25\nDeclaration: a\nb\nCast error details: "
+        ));
+        // the determined parts are compared byte for byte
+        assert!(!MessageMatch::Pattern.accepts(
+            pattern,
+            "op() Expected 'int'.\nPosition: 24\nDeclaration: x\nCast error details: y"
+        ));
+        assert!(!MessageMatch::Pattern.accepts(pattern, "op() Expected 'int'."));
+        // a pattern without wildcards is exact; text after the last literal piece is refused
+        assert!(MessageMatch::Pattern.accepts("abc", "abc"));
+        assert!(!MessageMatch::Pattern.accepts("abc", "abcd"));
+        assert!(!MessageMatch::Pattern.accepts("a{*}c", "abcd"));
+        assert!(MessageMatch::Pattern.accepts("a{*}c{*}", "abcd"));
+        // the last piece may not reuse text a middle piece consumed
+        assert!(!MessageMatch::Pattern.accepts("a{*}bc{*}c", "abc"));
     }
 }

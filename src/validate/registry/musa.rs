@@ -58,7 +58,11 @@ const TENSOR_BOOL: &str = "Boolean value of Tensor with {} is ambiguous";
 const ZERO_DIM_INDEX: &str = "invalid index of a 0-dim tensor. Use `tensor.item()` in Python or `tensor.item<T>()` in C++ to convert a 0-dim tensor to a number";
 const TENSOR_INDEX: &str = "index {} is out of bounds for dimension {} with size {}";
 const SCALAR_INDEX: &str = "invalid index to scalar variable.";
-const FFI_ARG: &str = "Mismatched type on argument #{}";
+/// tvm-ffi's argument conversion (apache/tvm-ffi@0a9d4b68 include/tvm/ffi/function_details.h
+/// ArgValueWithContext): the function's name and signature and the type names are the installed
+/// tvm-ffi's.
+const FFI_ARG: &str =
+    "Mismatched type on argument #{} when calling: `{*}`. Expected `{*}` but got `{*}`";
 
 sites! { "musa.", SITES:
     // ---- SGLang wrapper ------------------------------------------------------------------------
@@ -348,13 +352,13 @@ sites! { "musa.", SITES:
         "musa.G-14.arg-type",
         METADATA,
         TypeError,
-        prefix FFI_ARG,
+        pattern FFI_ARG,
         meta!("L398-L423"),
         "injection recomputes and tvm-ffi cannot convert an argument of the metadata kernel \
          (csrc/templates/attention/fmha/fmha_get_metadata.j2 L16-L41), in parameter order: #5 max_seqlen_q, \
          #13/#14 the window _resolve_mask left (a float or tensor window survives it), #20 num_splits need an int \
-         (Python or NumPy), #12 cu_seqlens_k_new a tensor or None; the message continues with the signature, not \
-         modelled",
+         (Python or NumPy), #12 cu_seqlens_k_new a tensor or None; the signature and type names in the message \
+         are the installed tvm-ffi's",
         "Fix: max_seqlen_q, window_size and num_splits are Python ints."
     ),
     // ---- mate.mha_interface ----------------------------------------------------------------------
@@ -591,20 +595,22 @@ sites! { "musa.", SITES:
         "musa.MLA-2.seqlens_k",
         MLA,
         TypeError,
-        prefix "Mismatched type on argument #4",
+        pattern "Mismatched type on argument #4 when calling: `{*}`. Expected `{*}` but got `{*}`",
         mha!("L929-L944"),
         "MLA-shaped call with cache_seqlens None: the C++ parameter seqlens_k is a non-optional tensor \
-         (tvm-ffi argument conversion; the message continues with the function signature, not modelled)",
+         (tvm-ffi argument conversion: apache/tvm-ffi@0a9d4b68 include/tvm/ffi/function_details.h ArgValueWithContext; \
+         the function name and signature and tvm-ffi's type names are the installed version's, {*} in the message)",
         "Fix: the MLA decode kernel needs cache_seqlens as an int32 tensor."
     ),
     MLA_2_BLOCK_TABLE = site!(
         "musa.MLA-2.block_table",
         MLA,
         TypeError,
-        prefix "Mismatched type on argument #5",
+        pattern "Mismatched type on argument #5 when calling: `{*}`. Expected `{*}` but got `{*}`",
         mha!("L929-L944"),
         "MLA-shaped call with page_table None: the C++ parameter block_table is a non-optional tensor \
-         (tvm-ffi argument conversion; the message continues with the function signature, not modelled)",
+         (tvm-ffi argument conversion: apache/tvm-ffi@0a9d4b68 include/tvm/ffi/function_details.h ArgValueWithContext; \
+         the function name and signature and tvm-ffi's type names are the installed version's, {*} in the message)",
         "Fix: the MLA decode kernel needs a paged cache (page size 64) with page_table."
     ),
     MLA_3 = site!(
@@ -620,24 +626,23 @@ sites! { "musa.", SITES:
         "musa.MLA-2.is_inited",
         MLA,
         TypeError,
-        prefix "Mismatched type on argument #13",
+        pattern "Mismatched type on argument #13 when calling: `{*}`. Expected `{*}` but got `{*}`",
         mha!("L929-L944"),
         "MLA-shaped call with a scheduler_metadata that is not a (workspace, bool) pair: `scheduler_metadata[1]` \
-         is passed for the C++ `bool is_inited` (tvm-ffi argument conversion; message continues with the signature, \
-         not modelled; UNVERIFIED, not executed)",
+         is passed for the C++ `bool is_inited` (tvm-ffi argument conversion as for MLA-2; UNVERIFIED, not executed)",
         "Fix: for MLA pass scheduler_metadata=(workspace uint8 tensor, is_inited bool), or None under SGLang injection."
     ),
     MLA_2_ARG_TYPE = site!(
         "musa.MLA-2.arg-type",
         MLA,
         TypeError,
-        prefix FFI_ARG,
+        pattern FFI_ARG,
         mha!("L929-L944"),
         "MLA-shaped call where tvm-ffi cannot convert an argument of dispatch_mla_impl_for_fa_interface \
          (csrc/mla_pybind.mu L852-L865), in parameter order: #6 softmax_scale (double: a number, not a NumPy bool \
          or a tensor), #7 causal (bool: an int or bool), #8 cu_seqlens_q (Optional tensor), #9 max_seqlen_q \
-         (Optional int), #12 the workspace `scheduler_metadata[0]` (Optional tensor); the message continues with \
-         the signature, not modelled",
+         (Optional int), #12 the workspace `scheduler_metadata[0]` (Optional tensor); the signature and type names in \
+         the message are the installed tvm-ffi's",
         "Fix: softmax_scale a float, causal a bool, cu_seqlens_q a tensor, max_seqlen_q an int."
     ),
     MLA_4 = site!(
@@ -1467,22 +1472,24 @@ sites! { "musa.", SITES:
         prefix "Ninja build failed.",
         mate!("mate/jit/cpp_ext.py", "L320-L324"),
         "k/v appended without any of cu_seqlens_q, cache_seqlens, cache_leftpad: static_assert \"AppendKV is only \
-         supported with Varlen\" (include/mate/attention/fmha/seqlen.hpp L36); the message continues with the build log",
+         supported with Varlen\" (include/mate/attention/fmha/seqlen.hpp L36); run_ninja raises \"Ninja build failed.\" \
+         followed, when the build is not verbose (run_ninja captures the output), by \" Ninja output:\\n\" and the compiler's log",
         "Fix: pass cache_seqlens (the current lengths) when appending k/v; upstream FA3 rejects this call up front."
     ),
     J_3_ARG_TYPE = site!(
         "musa.J-3.arg-type",
         JIT,
         TypeError,
-        prefix "Mismatched type on argument #{}",
+        pattern FFI_ARG,
         fwd!("L843-L885"),
         "the forward kernel's typed parameters (csrc/templates/attention/fmha/fwd_kern.j2 L20-L63) reject a value: \
          #11 max_seqlen_q (with cu_seqlens_q), #24/#25 the resolved window, #26 attention_chunk, #28 sm_margin, \
          #29 num_splits need an int (Python or NumPy; a float or tensor survives _resolve_mask unchanged unless \
          replaced); #22 softmax_scale, #27 softcap need a number (not a NumPy bool); #18 rotary_seqlens (without \
          rotary_cos nothing reads it before) and #19-#21 q/k/v_descale need a tensor or None (tvm-ffi argument \
-         conversion; the message continues with the signature and the expected/actual types, not modelled; \
-         conversions checked in parameter order)",
+         conversion, apache/tvm-ffi@0a9d4b68 include/tvm/ffi/function_details.h ArgValueWithContext: the signature \
+         and the expected/actual type names are the installed version's, {*} in the message; conversions checked \
+         in parameter order)",
         "Fix: pass Python ints for window_size, attention_chunk, max_seqlen_q, sm_margin and num_splits, and \
          tensors (or None) for rotary_seqlens and the descales."
     ),
