@@ -43,7 +43,7 @@ fn conform() {
     let case = |index: usize, name: &str, result: Result<(), String>| CaseOutcome {
         index,
         name: name.into(),
-        result,
+        result: result.into(),
     };
     let campaign = CampaignReport {
         seed: 20261130,

@@ -6,6 +6,8 @@
 //! low-precision references; the tolerance rule ([`crate::tolerance`]) judges.
 
 use crate::call::{KvCacheCall, PyValue};
+use crate::kernel::KernelError;
+use crate::mate::DEFAULT_MP;
 use crate::musa::{self, InjectionCache, MusaError, MusaOptions};
 use crate::reference::{self, Precision, Stack};
 use crate::scheduler::get_scheduler_metadata;
@@ -74,6 +76,10 @@ pub fn check(call: &KvCacheCall, cache: &mut InjectionCache, options: &MusaOptio
         Ok(output) => output,
         Err(MusaError::Raises(rejection)) => {
             return Numerics::NotRun(format!("the stack raises {rejection}"));
+        }
+        // Over the memory cap is the host's limit, not the device's.
+        Err(e @ MusaError::Kernel(KernelError::OverCap { .. })) => {
+            return Numerics::NotRun(e.to_string());
         }
         // The kernel path refuses what the device would race on or read out of bounds for; the
         // hazards name it.

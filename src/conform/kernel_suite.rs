@@ -66,7 +66,8 @@ impl Suite for KernelSuite {
             index,
             name: call.id.clone(),
             result: check(&call)
-                .map_err(|e| format!("{e}\ncall: {}", crate::spec::call_to_json(&call))),
+                .map_err(|e| format!("{e}\ncall: {}", crate::spec::call_to_json(&call)))
+                .into(),
         }
     }
 

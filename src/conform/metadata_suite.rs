@@ -61,7 +61,7 @@ impl Suite for MetadataSuite {
         CaseOutcome {
             index,
             name: format!("{}/{}", call.id, change.name()),
-            result,
+            result: result.into(),
         }
     }
 }

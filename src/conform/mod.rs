@@ -11,6 +11,7 @@ mod kernel_suite;
 mod metadata_suite;
 mod reference_suite;
 mod report;
+mod upstream;
 mod validation_suite;
 
 pub use report::CampaignReport;
@@ -30,8 +31,37 @@ pub struct CaseOutcome {
     pub index: usize,
     /// A short, stable name: the suite's case kind and what makes it distinct.
     pub name: String,
-    /// `Err` holds a reproducible failure description (the call as JSON, what differed).
-    pub result: Result<(), String>,
+    pub result: CaseResult,
+}
+
+/// Whether a case passed, failed or could not be checked.
+#[derive(Clone, Debug, PartialEq)]
+pub enum CaseResult {
+    /// Passed; optionally what was checked (`numerics within tolerance`, ...).
+    Passed(Option<String>),
+    /// A reproducible failure description (the call as JSON, what differed).
+    Failed(String),
+    /// The case exists but nothing the tool models can check it yet, and why.
+    Skipped(String),
+}
+
+impl CaseResult {
+    pub fn failure(&self) -> Option<&str> {
+        match self {
+            CaseResult::Failed(why) => Some(why),
+            _ => None,
+        }
+    }
+}
+
+/// A check's `Err` is a failure, its `Ok` a pass with nothing more to say.
+impl From<Result<(), String>> for CaseResult {
+    fn from(result: Result<(), String>) -> CaseResult {
+        match result {
+            Ok(()) => CaseResult::Passed(None),
+            Err(why) => CaseResult::Failed(why),
+        }
+    }
 }
 
 /// A registered suite of conformance cases.
@@ -56,6 +86,7 @@ pub fn suites() -> Vec<&'static dyn Suite> {
         &kernel_suite::KERNEL,
         &validation_suite::VALIDATION,
         &metadata_suite::METADATA,
+        &upstream::UPSTREAM,
     ]
 }
 
@@ -69,8 +100,13 @@ pub struct SuiteReport {
 }
 
 impl SuiteReport {
+    pub fn skipped(&self) -> usize {
+        let skipped = |c: &&CaseOutcome| matches!(c.result, CaseResult::Skipped(_));
+        self.cases.iter().filter(skipped).count()
+    }
+
     pub fn failures(&self) -> impl Iterator<Item = &CaseOutcome> {
-        self.cases.iter().filter(|c| c.result.is_err())
+        self.cases.iter().filter(|c| c.result.failure().is_some())
     }
 }
 

@@ -57,7 +57,7 @@ impl Suite for ReferenceSuite {
         CaseOutcome {
             index,
             name: format!("{}/{index}", stack.name()),
-            result,
+            result: result.into(),
         }
     }
 
@@ -73,6 +73,7 @@ impl Suite for ReferenceSuite {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::conform::CaseResult;
 
     #[test]
     fn cases_are_deterministic_and_pass() {
@@ -80,7 +81,7 @@ mod tests {
         for index in 0..6 {
             let a = suite.run_case(7, index);
             assert_eq!(a, suite.run_case(7, index));
-            assert_eq!(a.result, Ok(()), "{}", a.name);
+            assert_eq!(a.result, CaseResult::Passed(None), "{}", a.name);
         }
         assert_eq!(suite.run_case(7, 4).name, "sgl-kernel/4");
     }

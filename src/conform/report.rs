@@ -1,7 +1,7 @@
 //! A campaign's results as a [`Report`]: a summary table, the JSON document
 //! ([`documents::conform`]) and JUnit XML for CI.
 
-use super::SuiteReport;
+use super::{CaseResult, SuiteReport};
 use crate::partition::Partition;
 use crate::report::documents::conform as doc;
 use crate::report::junit::{self, TestRun};
@@ -29,25 +29,26 @@ impl Report for CampaignReport {
     fn write_human(&self, out: &mut dyn Write) -> io::Result<()> {
         for report in &self.suites {
             for failure in report.failures() {
-                let message = failure.result.as_ref().err().map_or("", String::as_str);
+                let message = failure.result.failure().unwrap_or_default();
                 let name = format!("{}::{}", report.suite, failure.name);
                 human::failure_block(out, "FAIL", &name, message)?;
             }
         }
         writeln!(
             out,
-            "{:<12} {:>7} {:>7} {:>7} {:>9}",
-            "suite", "cases", "passed", "failed", "time"
+            "{:<12} {:>7} {:>7} {:>7} {:>7} {:>9}",
+            "suite", "cases", "passed", "failed", "skipped", "time"
         )?;
         for report in &self.suites {
-            let failed = report.failures().count();
+            let (failed, skipped) = (report.failures().count(), report.skipped());
             writeln!(
                 out,
-                "{:<12} {:>7} {:>7} {:>7} {:>8.1}s",
+                "{:<12} {:>7} {:>7} {:>7} {:>7} {:>8.1}s",
                 report.suite,
                 report.cases.len(),
-                report.cases.len() - failed,
+                report.cases.len() - failed - skipped,
                 failed,
+                skipped,
                 report.elapsed.as_secs_f64()
             )?;
         }
@@ -56,11 +57,16 @@ impl Report for CampaignReport {
         let shard = self
             .partition
             .map_or_else(String::new, |p| format!(", shard {p}"));
+        let skipped: usize = self.suites.iter().map(SuiteReport::skipped).sum();
+        let skipped_text = match skipped {
+            0 => String::new(),
+            n => format!(", {n} skipped"),
+        };
         writeln!(
             out,
-            "seed {}{shard}: {} passed, {failed} failed",
+            "seed {}{shard}: {} passed, {failed} failed{skipped_text}",
             self.seed,
-            total - failed
+            total - failed - skipped
         )
     }
 
@@ -75,14 +81,22 @@ impl Report for CampaignReport {
                 cases: r
                     .cases
                     .iter()
-                    .map(|c| doc::Case {
-                        index: c.index,
-                        name: c.name.clone(),
-                        outcome: match c.result {
-                            Ok(()) => doc::CaseOutcome::Passed,
-                            Err(_) => doc::CaseOutcome::Failed,
-                        },
-                        message: c.result.clone().err(),
+                    .map(|c| {
+                        let (outcome, message) = match &c.result {
+                            CaseResult::Passed(note) => (doc::CaseOutcome::Passed, note.clone()),
+                            CaseResult::Failed(why) => {
+                                (doc::CaseOutcome::Failed, Some(why.clone()))
+                            }
+                            CaseResult::Skipped(why) => {
+                                (doc::CaseOutcome::Skipped, Some(why.clone()))
+                            }
+                        };
+                        doc::Case {
+                            index: c.index,
+                            name: c.name.clone(),
+                            outcome,
+                            message,
+                        }
                     })
                     .collect(),
             })
@@ -108,10 +122,13 @@ impl Report for CampaignReport {
                         classname: r.suite.to_string(),
                         name: c.name.clone(),
                         outcome: match &c.result {
-                            Ok(()) => junit::Outcome::Passed,
-                            Err(message) => junit::Outcome::Failed {
+                            CaseResult::Passed(_) => junit::Outcome::Passed,
+                            CaseResult::Failed(message) => junit::Outcome::Failed {
                                 message: message.clone(),
                                 detail: None,
+                            },
+                            CaseResult::Skipped(message) => junit::Outcome::Skipped {
+                                message: message.clone(),
                             },
                         },
                     })
@@ -143,12 +160,16 @@ mod tests {
                     CaseOutcome {
                         index: 0,
                         name: "a".into(),
-                        result: Ok(()),
+                        result: CaseResult::Passed(None),
                     },
                     CaseOutcome {
                         index: 1,
                         name: "b<1>".into(),
-                        result: Err("x & y".into()),
+                        result: CaseResult::Failed("x & y".into()),
+                    },
+                    CaseOutcome {
+                        name: "c".into(),
+                        result: CaseResult::Skipped("not modelled".into()),
                     },
                 ],
                 elapsed: Duration::from_millis(1500),
@@ -164,18 +185,27 @@ mod tests {
             match format {
                 Format::Human => {
                     assert!(text.starts_with("FAIL demo::b<1>\n  x & y\n\n"), "{text}");
-                    assert!(text.ends_with("seed 9: 1 passed, 1 failed\n"), "{text}");
+                    assert!(
+                        text.ends_with("seed 9: 1 passed, 1 failed, 1 skipped\n"),
+                        "{text}"
+                    );
                 }
                 Format::Json => {
                     let json: serde_json::Value = serde_json::from_str(&text).unwrap();
                     assert_eq!(json["suites"][0]["cases"][1]["outcome"], "failed");
                     assert_eq!(json["suites"][0]["cases"][1]["message"], "x & y");
                     assert!(json["suites"][0]["cases"][0].get("message").is_none());
+                    assert_eq!(json["suites"][0]["cases"][2]["outcome"], "skipped");
+                    assert_eq!(json["suites"][0]["cases"][2]["message"], "not modelled");
                 }
                 Format::Junit => {
                     assert!(text.contains("name=\"b&lt;1&gt;\""), "{text}");
                     assert!(text.contains("message=\"x &amp; y\""), "{text}");
                     assert!(text.contains("time=\"1.500\""), "{text}");
+                    assert!(
+                        text.contains("<skipped message=\"not modelled\"/>"),
+                        "{text}"
+                    );
                 }
                 Format::Sarif => unreachable!("not offered"),
             }

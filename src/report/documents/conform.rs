@@ -13,7 +13,8 @@ pub struct Campaign {
 }
 
 impl Document for Campaign {
-    const SCHEMA_VERSION: u32 = 1;
+    /// 2: `skipped` cases, and a message on passed cases that say what they checked.
+    const SCHEMA_VERSION: u32 = 2;
 }
 
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -30,7 +31,7 @@ pub struct Case {
     pub index: usize,
     pub name: String,
     pub outcome: CaseOutcome,
-    /// What failed (failed cases only).
+    /// What failed, why the case was skipped, or what a passed case checked (when it says).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub message: Option<String>,
 }
@@ -40,4 +41,6 @@ pub struct Case {
 pub enum CaseOutcome {
     Passed,
     Failed,
+    /// Enumerated but not checkable yet (the message says why).
+    Skipped,
 }

@@ -1,0 +1,404 @@
+//! The `upstream` conformance suite: the calls the upstream tests themselves make, built as the
+//! tests build them, checked against the profile of the entry point they call.
+//!
+//! Tests covered (facts in each module's documentation, with lines):
+//! - FA3's `test_flash_attn_kvcache` (Dao-AILab/flash-attention@0251105a
+//!   hopper/test_flash_attn.py:L665-L1051), [`fa3_kvcache`];
+//! - mate's `test_paged_attn` and `test_paged_attn_advance` (MooreThreads/mate@3f58cc3e
+//!   tests/test_fmha.py:L1000-L1591) and its FA3-compatible wrapper's `test_paged_attn`
+//!   (wrappers/flash-attention/tests/test_flash_attn.py:L204-L399), [`mate_paged_attn`].
+//!
+//! Not covered yet: mate's `test_advance_features` (tests/test_fmha.py:L1737-L2200: appended
+//! keys, rotary, leftpad, softcap and chunks through mate's own entry point) and tests/test_mla.py
+//! (the MLA decode branch, which would be validation only: the kernel path does not model it).
+//!
+//! Each case is one grid point of one test (its inner loops included), drawn deterministically:
+//! case `i` takes the tests in turn and, within a test, the `i / tests`-th element of a
+//! permutation of its grid chosen by the campaign seed, so a default campaign samples every test
+//! and `--cases` widens the sample (past a grid's size it repeats). The random values a test draws
+//! (padding lengths, cache lengths, page tables, windows) come from a generator seeded by the test
+//! and the grid point, with the test's distributions: a case is the same call whatever the seed.
+//!
+//! A case passes when
+//! - FA3's test: `fa3` and `sgl-kernel` accept the call with no error-severity hazard; where
+//!   `musa` accepts it too, the modelled MUSA stack's numbers are within the tolerance rule of
+//!   the reference ([`crate::certify::numerics::check`]);
+//! - mate's tests: the call goes through SGLang's wrapper (`musa`) when its arguments can be
+//!   written there — mate's `learnable_sink` is the wrapper's `sinks`, and the arguments SGLang's
+//!   wrapper lacks (`s_aux`, `cp_world_size`, `cp_rank`, `cp_tot_seqused_k`) are left out when
+//!   they hold their defaults — and `musa` accepts it with no error-severity hazard and the
+//!   numbers are within tolerance. A call passing any of those arguments with another value is
+//!   skipped as needing the `mate` profile (issue 15 item 5), never dropped.
+//!
+//! Numbers are computed for calls whose tensors fit [`NUMERICS_MEMORY_CAP`]; a passed case says
+//! whether its numbers were checked and, if not, why.
+
+mod fa3_kvcache;
+mod mate_paged_attn;
+
+use super::{CaseOutcome, CaseResult, Suite};
+use crate::call::{Dtype, KvCacheCall, PyValue, TensorArg};
+use crate::certify::numerics::{self, Numerics};
+use crate::musa::InjectionCache;
+use crate::spec::call_to_json;
+use crate::validate::{Severity, Verdict, profiles};
+use mate_paged_attn::Test as MateTest;
+use rand::{Rng as _, SeedableRng};
+use rand_chacha::ChaCha8Rng;
+use std::sync::OnceLock;
+
+/// The generator a test's random draws come from.
+pub type Rng = ChaCha8Rng;
+
+/// An index into a test's grid (inner loops included).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct GridPoint(pub usize);
+
+/// A call as an upstream test makes it, in the signature of the entry point it calls.
+pub struct UpstreamCall {
+    pub call: KvCacheCall,
+    /// The grid point's parameters, for failure messages.
+    pub description: String,
+}
+
+/// Tensors of a call whose numbers the suite computes, at most (larger calls are validated only):
+/// mate's paged tests allocate three times the pages their sequences use.
+pub const NUMERICS_MEMORY_CAP: usize = 512 << 20;
+
+/// The entry point a test calls, which decides the profiles that judge it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Entry {
+    /// Upstream FA3's `flash_attn_interface.flash_attn_with_kvcache`.
+    Fa3,
+    /// `mate.flash_attn_with_kvcache` (`mate.mha_interface`) or mate's FA3-compatible wrapper.
+    Mate,
+}
+
+/// One upstream test.
+struct UpstreamTest {
+    /// The case-name prefix.
+    name: &'static str,
+    entry: Entry,
+    points: fn() -> Vec<usize>,
+    call: fn(GridPoint, &mut Rng) -> UpstreamCall,
+}
+
+static TESTS: [UpstreamTest; 4] = [
+    UpstreamTest {
+        name: "fa3-kvcache",
+        entry: Entry::Fa3,
+        points: fa3_kvcache::points,
+        call: fa3_kvcache::call,
+    },
+    UpstreamTest {
+        name: "mate-paged-attn",
+        entry: Entry::Mate,
+        points: || MateTest::Mate.points(),
+        call: |point, rng| MateTest::Mate.call(point, rng),
+    },
+    UpstreamTest {
+        name: "mate-paged-attn-advance",
+        entry: Entry::Mate,
+        points: || MateTest::MateAdvance.points(),
+        call: |point, rng| MateTest::MateAdvance.call(point, rng),
+    },
+    UpstreamTest {
+        name: "mate-wrapper-paged-attn",
+        entry: Entry::Mate,
+        points: || MateTest::Wrapper.points(),
+        call: |point, rng| MateTest::Wrapper.call(point, rng),
+    },
+];
+
+/// Each test's grid, computed once.
+fn grid(test: usize) -> &'static [usize] {
+    static GRIDS: [OnceLock<Vec<usize>>; TESTS.len()] = [const { OnceLock::new() }; TESTS.len()];
+    GRIDS[test].get_or_init(|| (TESTS[test].points)())
+}
+
+/// The `k`-th grid point of `test` in the campaign seeded with `seed`: an affine permutation
+/// `k ↦ (a·k + b) mod n` with `a` coprime to `n`, both drawn from the seed.
+fn sampled_point(seed: u64, test: usize, k: usize) -> GridPoint {
+    let points = grid(test);
+    let n = points.len();
+    let mut rng = ChaCha8Rng::seed_from_u64(seed ^ (test as u64 + 1).wrapping_mul(0x9e37_79b9));
+    let mut a = rng.gen_range(1..n.max(2));
+    while gcd(a, n) != 1 {
+        a += 1;
+    }
+    let b = rng.gen_range(0..n);
+    GridPoint(points[(a.wrapping_mul(k % n) % n + b) % n])
+}
+
+fn gcd(mut a: usize, mut b: usize) -> usize {
+    while b != 0 {
+        (a, b) = (b, a % b);
+    }
+    a
+}
+
+/// The call test `test` makes at `point`, named `<test>/<point>`.
+fn upstream_call(test: usize, point: GridPoint) -> UpstreamCall {
+    let mut rng = ChaCha8Rng::seed_from_u64((test as u64) << 40 ^ point.0 as u64);
+    let mut upstream = (TESTS[test].call)(point, &mut rng);
+    upstream.call.id = format!("{}/{}", TESTS[test].name, point.0);
+    upstream.call.seed = point.0 as u64;
+    upstream
+}
+
+/// Where case `index` of a campaign seeded with `seed` falls: (test, grid point).
+fn case_point(seed: u64, index: usize) -> (usize, GridPoint) {
+    let test = index % TESTS.len();
+    (test, sampled_point(seed, test, index / TESTS.len()))
+}
+
+/// The suite; see the module documentation.
+pub struct UpstreamSuite;
+
+/// The registered instance.
+pub static UPSTREAM: UpstreamSuite = UpstreamSuite;
+
+impl Suite for UpstreamSuite {
+    fn name(&self) -> &'static str {
+        "upstream"
+    }
+
+    fn description(&self) -> &'static str {
+        "the calls of FA3's test_flash_attn_kvcache and mate's test_paged_attn(_advance) (own and \
+         wrapper), sampled from their grids: accepted by the entry point's profile, no error hazard, numbers \
+         within tolerance on the modelled MUSA stack"
+    }
+
+    fn default_cases(&self) -> usize {
+        600
+    }
+
+    fn run_case(&self, seed: u64, index: usize) -> CaseOutcome {
+        run_case(seed, index, NUMERICS_MEMORY_CAP)
+    }
+
+    /// The call as SGLang's wrapper would receive it; mate's own calls that need the mate profile
+    /// are given as the test wrote them.
+    fn call(&self, seed: u64, index: usize) -> Option<KvCacheCall> {
+        let (test, point) = case_point(seed, index);
+        let call = upstream_call(test, point).call;
+        let call = numerics::with_described_metadata(&call).unwrap_or(call);
+        Some(through_sglang(&call).unwrap_or(call))
+    }
+}
+
+/// Case `index` of a campaign seeded with `seed`, computing numbers for calls whose tensors fit
+/// `numerics_cap` bytes.
+fn run_case(seed: u64, index: usize, numerics_cap: usize) -> CaseOutcome {
+    let (test, point) = case_point(seed, index);
+    let upstream = upstream_call(test, point);
+    let result = match check(TESTS[test].entry, &upstream.call, numerics_cap) {
+        Ok(result) => result,
+        Err(why) => CaseResult::Failed(format!(
+            "{why}\nparameters: {}\ncall: {}",
+            upstream.description,
+            call_to_json(&upstream.call)
+        )),
+    };
+    CaseOutcome {
+        name: upstream.call.id,
+        result,
+    }
+}
+
+/// The verdict of `profile` must be an acceptance with no error-severity hazard.
+fn accepted(verdict: &Verdict) -> Result<(), String> {
+    if let Some(rejection) = verdict.rejection() {
+        return Err(format!("{} rejects the call: {rejection}", verdict.profile));
+    }
+    match verdict
+        .hazards
+        .iter()
+        .find(|h| h.severity == Severity::Error)
+    {
+        Some(h) => Err(format!(
+            "{} accepts the call with an error hazard: {} {}",
+            verdict.profile, h.code, h.message
+        )),
+        None => Ok(()),
+    }
+}
+
+fn validate(profile: &str, call: &KvCacheCall) -> Verdict {
+    profiles::by_name(profile)
+        .expect("a registered profile")
+        .validate(call)
+}
+
+/// Checks one call of a test whose entry point is `entry`.
+fn check(entry: Entry, call: &KvCacheCall, numerics_cap: usize) -> Result<CaseResult, String> {
+    // the metadata tensor mate's tests compute with the call's own arguments
+    let call = match entry {
+        Entry::Fa3 => call.clone(),
+        Entry::Mate => numerics::with_described_metadata(call)?,
+    };
+    let on_musa = match entry {
+        Entry::Fa3 => {
+            for profile in ["fa3", "sgl-kernel"] {
+                accepted(&validate(profile, &call))?;
+            }
+            let verdict = validate("musa", &call);
+            if let Some(rejection) = verdict.rejection() {
+                return Ok(CaseResult::Passed(Some(format!(
+                    "fa3, sgl-kernel accept; numbers not modelled: musa rejects it ({rejection})"
+                ))));
+            }
+            call
+        }
+        Entry::Mate => {
+            let sglang = match through_sglang(&call) {
+                Ok(call) => call,
+                Err(argument) => {
+                    return Ok(CaseResult::Skipped(format!(
+                        "needs the mate profile (issue 15 item 5): {argument}"
+                    )));
+                }
+            };
+            accepted(&validate("musa", &sglang))?;
+            sglang
+        }
+    };
+    let accepted_by = match entry {
+        Entry::Fa3 => "fa3, sgl-kernel, musa accept",
+        Entry::Mate => "musa accepts",
+    };
+    match numerics::check(&on_musa, &mut InjectionCache::default(), numerics_cap) {
+        Numerics::Within(report) => Ok(CaseResult::Passed(Some(format!(
+            "{accepted_by}; numbers within tolerance: out {}; lse {}",
+            report.out, report.lse
+        )))),
+        Numerics::Differs(why) => Err(format!("numbers differ on the modelled MUSA stack: {why}")),
+        Numerics::NotRun(why) => Ok(CaseResult::Passed(Some(format!(
+            "{accepted_by}; numbers not run: {why}"
+        )))),
+    }
+}
+
+/// `call` (made through mate's own entry point or its FA3-compatible wrapper) as SGLang's MUSA
+/// wrapper receives it, or the argument SGLang's wrapper cannot express.
+fn through_sglang(call: &KvCacheCall) -> Result<KvCacheCall, String> {
+    let mut keywords = Vec::with_capacity(call.keywords.len());
+    for (name, value) in &call.keywords {
+        let default = match name.as_str() {
+            "s_aux" | "cp_tot_seqused_k" => PyValue::None,
+            "cp_world_size" => PyValue::Int(1),
+            "cp_rank" => PyValue::Int(0),
+            "learnable_sink" => {
+                keywords.push(("sinks".to_string(), value.clone()));
+                continue;
+            }
+            _ => {
+                keywords.push((name.clone(), value.clone()));
+                continue;
+            }
+        };
+        if *value != default {
+            return Err(format!("{name}={value}"));
+        }
+    }
+    Ok(KvCacheCall {
+        keywords,
+        ..call.clone()
+    })
+}
+
+/// A tensor of `dtype` and `shape` holding `values`.
+fn int_tensor(dtype: Dtype, shape: &[usize], values: Vec<i64>) -> TensorArg {
+    TensorArg::with_ints(dtype, shape, values)
+}
+
+/// `torch.randperm(n)`: 0..n in a random order.
+fn randperm(n: usize, rng: &mut Rng) -> Vec<i64> {
+    let mut order: Vec<i64> = (0..n as i64).collect();
+    for i in (1..n).rev() {
+        order.swap(i, rng.gen_range(0..=i));
+    }
+    order
+}
+
+/// The lengths of FA3's `generate_random_padding_mask(max_seqlen, batch, mode="random")`:
+/// randint(max(1, max_seqlen - 20), max_seqlen + 1) each (hopper/test_util.py:L13-L16).
+fn seqlen_mask_lengths(max_seqlen: usize, batch: usize, rng: &mut Rng) -> Vec<usize> {
+    let low = max_seqlen.saturating_sub(20).max(1);
+    (0..batch)
+        .map(|_| rng.gen_range(low..=max_seqlen))
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn sampling_is_a_permutation_of_each_grid() {
+        let n = grid(3).len();
+        let mut seen: Vec<usize> = (0..n).map(|k| sampled_point(7, 3, k).0).collect();
+        seen.sort_unstable();
+        assert_eq!(seen, grid(3).to_vec());
+        assert_ne!(sampled_point(7, 1, 0), sampled_point(8, 1, 0));
+    }
+
+    #[test]
+    fn mate_only_arguments_at_their_defaults_are_left_out_for_sglang() {
+        let call = |keywords: Vec<(&str, PyValue)>| KvCacheCall {
+            keywords: keywords
+                .into_iter()
+                .map(|(k, v)| (k.to_string(), v))
+                .collect(),
+            ..KvCacheCall::default()
+        };
+        let written = call(vec![
+            ("learnable_sink", PyValue::None),
+            ("s_aux", PyValue::None),
+            ("cp_world_size", PyValue::Int(1)),
+            ("num_splits", PyValue::Int(5)),
+        ]);
+        let sglang = through_sglang(&written).unwrap();
+        assert_eq!(
+            sglang.keywords,
+            vec![
+                ("sinks".to_string(), PyValue::None),
+                ("num_splits".to_string(), PyValue::Int(5))
+            ]
+        );
+        let context_parallel = call(vec![("cp_world_size", PyValue::Int(2))]);
+        assert_eq!(
+            through_sglang(&context_parallel).unwrap_err(),
+            "cp_world_size=2"
+        );
+    }
+
+    /// A small deterministic sample, six calls of the four tests (seed 1), with numbers for calls up to
+    /// 64 MiB so that a debug build runs it in seconds.
+    #[test]
+    fn a_small_sample_of_each_test_passes() {
+        let outcomes: Vec<CaseOutcome> = (0..6).map(|i| run_case(1, i, 64 << 20)).collect();
+        for (index, outcome) in outcomes.iter().enumerate() {
+            assert_eq!(outcome, &run_case(1, index, 64 << 20), "deterministic");
+            assert!(
+                outcome.result.failure().is_none(),
+                "{}: {:?}",
+                outcome.name,
+                outcome.result
+            );
+        }
+        let note = |i: usize| match &outcomes[i].result {
+            CaseResult::Passed(Some(note)) | CaseResult::Skipped(note) => note.clone(),
+            other => panic!("{}: {other:?}", outcomes[i].name),
+        };
+        assert!(outcomes[0].name.starts_with("fa3-kvcache/"));
+        assert!(note(0).starts_with("fa3, sgl-kernel accept"), "{}", note(0));
+        // context parallelism is mate's own
+        assert_eq!(
+            outcomes[1].result,
+            CaseResult::Skipped("needs the mate profile (issue 15 item 5): cp_world_size=2".into())
+        );
+        assert!(outcomes[4].name.starts_with("fa3-kvcache/"));
+        assert!(note(5).contains("numbers within tolerance"), "{}", note(5));
+    }
+}
