@@ -203,6 +203,7 @@ fn determined_repr(value: &PyValue) -> Option<String> {
             None
         }
         PyValue::Tuple(items) | PyValue::List(items) if !items.iter().all(determined) => None,
+        PyValue::Dict(items) if !items.iter().all(|(k, v)| determined(k) && determined(v)) => None,
         _ => Some(value.to_string()),
     }
 }
