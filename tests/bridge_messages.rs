@@ -34,6 +34,7 @@ fn export_calls(out: &Path) {
         pools: Pools::Slim,
         profile: "musa".into(),
         memory_cap: 1 << 30,
+        partition: None,
     };
     assert_eq!(export(&options).unwrap().status(), Status::Success);
 }

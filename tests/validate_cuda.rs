@@ -194,12 +194,12 @@ fn exact_messages_of_the_legacy_front_end() {
         (
             "cuda-python",
             "window-float",
-            "flash_attn_3::_flash_attn_forward() Expected a value of type 'int' for argument 'window_size_left' but instead found type 'float'.",
+            "flash_attn_3::_flash_attn_forward() Expected a value of type 'int' for argument 'window_size_left' but instead found type 'float'.\nPosition: 25\nValue: 1.5\nDeclaration: {*}\nCast error details: {*}",
         ),
         (
             "cuda-python",
             "batch-idx-list",
-            "flash_attn_3::_flash_attn_forward() Expected a value of type 'Optional[Tensor]' for argument 'kv_batch_idx' but instead found type 'list'.",
+            "flash_attn_3::_flash_attn_forward() Expected a value of type 'Optional[Tensor]' for argument 'kv_batch_idx' but instead found type 'list'.\nPosition: 15\nValue: [0, 1]\nDeclaration: {*}\nCast error details: {*}",
         ),
         (
             "cuda-python",
@@ -312,7 +312,7 @@ fn exact_messages_of_sgl_kernel() {
         (
             "cuda-python",
             "window-float",
-            "sgl_kernel::fwd() Expected a value of type 'int' for argument 'window_size_left' but instead found type 'float'.",
+            "sgl_kernel::fwd() Expected a value of type 'int' for argument 'window_size_left' but instead found type 'float'.\nPosition: 25\nValue: 1.5\nDeclaration: {*}\nCast error details: {*}",
         ),
         (
             "cuda-python",
@@ -456,7 +456,7 @@ fn none_passed_differs_from_not_passed() {
     assert!(sgl_kernel::SGL_KERNEL.validate(&chunk).resolved().is_some());
     assert_eq!(
         rejection(&fa3::FA3, &chunk).1,
-        "flash_attn_3::_flash_attn_forward() Expected a value of type 'int' for argument 'attention_chunk' but instead found type 'NoneType'."
+        "flash_attn_3::_flash_attn_forward() Expected a value of type 'int' for argument 'attention_chunk' but instead found type 'NoneType'.\nPosition: 27\nValue: None\nDeclaration: {*}\nCast error details: {*}"
     );
 }
 

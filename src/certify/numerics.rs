@@ -7,7 +7,6 @@
 
 use crate::call::{KvCacheCall, PyValue};
 use crate::kernel::KernelError;
-use crate::mate::DEFAULT_MP;
 use crate::musa::{self, InjectionCache, MusaError, MusaOptions};
 use crate::reference::{self, Precision, Stack};
 use crate::scheduler::get_scheduler_metadata;

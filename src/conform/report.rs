@@ -168,6 +168,7 @@ mod tests {
                         result: CaseResult::Failed("x & y".into()),
                     },
                     CaseOutcome {
+                        index: 2,
                         name: "c".into(),
                         result: CaseResult::Skipped("not modelled".into()),
                     },

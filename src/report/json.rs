@@ -8,6 +8,12 @@ use std::io::{self, Write};
 pub trait Document: Serialize {
     /// Raised on every incompatible change of the document's shape; written as `schema_version`.
     const SCHEMA_VERSION: u32;
+
+    /// The `schema_version` written: [`Self::SCHEMA_VERSION`], unless the document takes the
+    /// version of what it holds (merge-reports' merged document).
+    fn schema_version(&self) -> u32 {
+        Self::SCHEMA_VERSION
+    }
 }
 
 #[derive(Serialize)]
@@ -21,7 +27,7 @@ struct Versioned<'a, D> {
 pub fn write<D: Document>(document: &D, out: &mut dyn Write) -> io::Result<()> {
     write_value(
         &Versioned {
-            schema_version: D::SCHEMA_VERSION,
+            schema_version: document.schema_version(),
             document,
         },
         out,

@@ -39,7 +39,8 @@ mod mate_paged_attn;
 use super::{CaseOutcome, CaseResult, Suite};
 use crate::call::{Dtype, KvCacheCall, PyValue, TensorArg};
 use crate::certify::numerics::{self, Numerics};
-use crate::musa::InjectionCache;
+use crate::mate::DEFAULT_MP;
+use crate::musa::{InjectionCache, MusaOptions};
 use crate::spec::call_to_json;
 use crate::validate::{Severity, Verdict, profiles};
 use mate_paged_attn::Test as MateTest;
@@ -182,7 +183,7 @@ impl Suite for UpstreamSuite {
     fn call(&self, seed: u64, index: usize) -> Option<KvCacheCall> {
         let (test, point) = case_point(seed, index);
         let call = upstream_call(test, point).call;
-        let call = numerics::with_described_metadata(&call).unwrap_or(call);
+        let call = numerics::with_described_metadata(&call, DEFAULT_MP).unwrap_or(call);
         Some(through_sglang(&call).unwrap_or(call))
     }
 }
@@ -201,6 +202,7 @@ fn run_case(seed: u64, index: usize, numerics_cap: usize) -> CaseOutcome {
         )),
     };
     CaseOutcome {
+        index,
         name: upstream.call.id,
         result,
     }
@@ -235,7 +237,7 @@ fn check(entry: Entry, call: &KvCacheCall, numerics_cap: usize) -> Result<CaseRe
     // the metadata tensor mate's tests compute with the call's own arguments
     let call = match entry {
         Entry::Fa3 => call.clone(),
-        Entry::Mate => numerics::with_described_metadata(call)?,
+        Entry::Mate => numerics::with_described_metadata(call, DEFAULT_MP)?,
     };
     let on_musa = match entry {
         Entry::Fa3 => {
@@ -267,7 +269,11 @@ fn check(entry: Entry, call: &KvCacheCall, numerics_cap: usize) -> Result<CaseRe
         Entry::Fa3 => "fa3, sgl-kernel, musa accept",
         Entry::Mate => "musa accepts",
     };
-    match numerics::check(&on_musa, &mut InjectionCache::default(), numerics_cap) {
+    let options = MusaOptions {
+        memory_cap: numerics_cap,
+        ..MusaOptions::default()
+    };
+    match numerics::check(&on_musa, &mut InjectionCache::default(), &options) {
         Numerics::Within(report) => Ok(CaseResult::Passed(Some(format!(
             "{accepted_by}; numbers within tolerance: out {}; lse {}",
             report.out, report.lse
