@@ -49,6 +49,10 @@ MENU = [
     ("np_true", {"numpy": {"dtype": "bool", "value": True}}),
     ("dict_pair", {"dict": [[0, -1], [1, -1]]}), ("dict_str", {"dict": [["a", 1]]}),
     ("t0d_f32", t([], "float32", values=[2.0])),
+    # pairs holding a NumPy scalar: a window bound's comparisons give NumPy bools (the compile key's
+    # json.dumps refuses them)
+    ("tup_np", [{"numpy": {"dtype": "int64", "value": 4}}, -1]),
+    ("tup_np_right", [-1, {"numpy": {"dtype": "int32", "value": 0}}]),
 ]
 OTHER_DTYPES = ["bfloat16", "float16", "float32", "int32", "int64", "uint8", "bool", "float8_e4m3fn"]
 

@@ -7,7 +7,8 @@
 # SRC: a git dir or URL (fetch_upstream.py); only needed the first time.
 # Environment: RANDOM_CASES=N (random set size, default 3000), SHADOW_EXTRA=<JSONL of your own calls>,
 #              SHADOW_SETS="catalog export ..." (a subset), TORCH_SITE=<site-packages with torch>,
-#              SHADOW_PROFILE=debug (the binaries of target/debug).
+#              SHADOW_PROFILE=debug (the binaries of target/debug), SHADOW_BIN_DIR=<dir> (binaries built
+#              earlier, not rebuilt), EXPORT_CASES=N (export set size, default 300).
 set -euo pipefail
 TOOL=$(cd "$(dirname "$0")" && pwd)
 export FA3CONFORM_ROOT=${FA3CONFORM_ROOT:-$(cd "$TOOL/../.." && pwd)}
@@ -15,13 +16,17 @@ export SHADOW_WORK=${SHADOW_WORK:-$FA3CONFORM_ROOT/target/shadow}
 WORK=$SHADOW_WORK
 # SHADOW_PROFILE=debug uses the binaries `cargo test` builds (no second, release build of the crate)
 export SHADOW_PROFILE=${SHADOW_PROFILE:-release}
-FA3C=$FA3CONFORM_ROOT/target/$SHADOW_PROFILE/fa3conform
+# SHADOW_BIN_DIR=<dir> runs the fa3conform and fuzz-decode found there, unbuilt (a copy of an
+# earlier build, for a before/after comparison while the tree changes)
+export SHADOW_BIN_DIR=${SHADOW_BIN_DIR:-}
+FA3C=${SHADOW_BIN_DIR:-$FA3CONFORM_ROOT/target/$SHADOW_PROFILE}/fa3conform
 mkdir -p "$WORK"
 start=$(date +%s)
 
 # 1. the binaries certify and the input sets need
 profile_flag=$([ "$SHADOW_PROFILE" = release ] && echo --release || true)
-(cd "$FA3CONFORM_ROOT" && cargo build --quiet $profile_flag --features internal-testing --bin fa3conform --bin fuzz-decode)
+[ -n "$SHADOW_BIN_DIR" ] ||
+  (cd "$FA3CONFORM_ROOT" && cargo build --quiet $profile_flag --features internal-testing --bin fa3conform --bin fuzz-decode)
 
 # 2. a venv with CPU torch, tvm-ffi (its runtime and headers), jinja2 and packaging (what mate imports)
 VENV=$WORK/venv
