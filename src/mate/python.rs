@@ -7,12 +7,17 @@ use super::ResolvedMask;
 use std::cmp::Ordering;
 
 /// What a number reaching `_resolve_mask` is in Python: the kernel's `int` parameters accept only
-/// ints, and a one-element tensor compares like a number but stays a tensor.
+/// ints (Python's or NumPy's), a one-element tensor compares like a number but stays a tensor, and
+/// a NumPy scalar's comparisons give NumPy bools.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum NumKind {
     Int,
     Float,
     Tensor,
+    /// A NumPy integer.
+    NumpyInt,
+    /// A NumPy float or bool.
+    NumpyOther,
 }
 
 /// A Python number (or one-element tensor) and its value.
@@ -30,20 +35,33 @@ impl PyNum {
         }
     }
 
-    /// `x < y` and friends: a bool, or a bool tensor when `x` is a tensor.
+    /// `x < y` and friends: a bool, a bool tensor when `x` is a tensor, a NumPy bool when it is a
+    /// NumPy scalar.
     fn compare(self, holds: bool) -> Truth {
-        Truth {
-            value: holds,
-            tensor: self.kind == NumKind::Tensor,
-        }
+        let kind = match self.kind {
+            NumKind::Int | NumKind::Float => TruthKind::Bool,
+            NumKind::Tensor => TruthKind::Tensor,
+            NumKind::NumpyInt | NumKind::NumpyOther => TruthKind::Numpy,
+        };
+        Truth { value: holds, kind }
     }
 }
 
-/// A truth value as Python's `and`/`or` hand it on: a bool or a one-element bool tensor.
+/// What a truth value is in Python: `json.dumps` takes only the first.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum TruthKind {
+    Bool,
+    /// A one-element bool tensor.
+    Tensor,
+    /// A NumPy bool (`np.True_`).
+    Numpy,
+}
+
+/// A truth value as Python's `and`/`or` hand it on.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Truth {
     pub value: bool,
-    pub tensor: bool,
+    pub kind: TruthKind,
 }
 
 impl Truth {
@@ -122,7 +140,7 @@ pub fn resolve_mask(
         .or(chunk.compare(chunk.value >= 1.0))
         .and(Truth {
             value: !is_causal.value,
-            tensor: false,
+            kind: TruthKind::Bool,
         });
     if wl.value < 0.0 {
         wl = last_k;
@@ -243,7 +261,7 @@ mod tests {
             r.is_causal,
             Truth {
                 value: false,
-                tensor: true
+                kind: TruthKind::Tensor
             }
         );
         // `tensor(True) and not is_causal` hands on the bool.
@@ -251,8 +269,28 @@ mod tests {
             r.is_local,
             Truth {
                 value: true,
-                tensor: false
+                kind: TruthKind::Bool
             }
         );
+        // np.int64(4) < 0 is np.False_, which `and` hands on; `not` makes a Python bool.
+        let numpy = PyNum {
+            value: 4.0,
+            kind: NumKind::NumpyInt,
+        };
+        let r = resolve_mask(16, 64, false, Some(numpy), None, PyNum::int(0));
+        assert_eq!(
+            (r.is_causal, r.is_local),
+            (
+                Truth {
+                    value: false,
+                    kind: TruthKind::Numpy
+                },
+                Truth {
+                    value: true,
+                    kind: TruthKind::Bool
+                }
+            )
+        );
+        assert_eq!(r.window_left, numpy);
     }
 }

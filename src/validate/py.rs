@@ -8,7 +8,7 @@
 use super::engine::Fail;
 use super::registry::Site;
 use crate::call::python::{self, Form};
-use crate::call::{PyValue, TensorArg};
+use crate::call::{Dtype, PyValue, TensorArg};
 
 /// `x.<attr>` on a value that must be a tensor: `AttributeError: '<type>' object has no attribute '<attr>'`.
 pub fn tensor<'a>(v: &'a PyValue, attr: &str) -> Result<&'a TensorArg, Fail> {
@@ -16,17 +16,48 @@ pub fn tensor<'a>(v: &'a PyValue, attr: &str) -> Result<&'a TensorArg, Fail> {
         .ok_or_else(|| Fail::with([v.type_name().to_string(), attr.to_string()]))
 }
 
-/// `x.shape[i]` (a `torch.Size`, a tuple): `IndexError: tuple index out of range`.
-pub fn shape_at(t: &TensorArg, i: isize) -> Result<usize, Fail> {
-    t.size(i).ok_or_else(Fail::new)
+/// `x.shape`: a tensor's sizes, or a NumPy scalar's `()` (NumPy scalars have a shape and a dtype);
+/// anything else raises `AttributeError: '<type>' object has no attribute 'shape'`.
+pub fn shape(v: &PyValue) -> Result<&[usize], Fail> {
+    match v {
+        PyValue::Tensor(t) => Ok(&t.shape),
+        PyValue::Numpy(_) => Ok(&[]),
+        other => Err(Fail::with([
+            other.type_name().to_string(),
+            "shape".to_string(),
+        ])),
+    }
 }
 
-/// `a, b = x.shape[-2:]` or `x.shape[:2]`: `ValueError: not enough values to unpack (expected 2, got n)`.
-pub fn unpack_two(t: &TensorArg) -> Result<(), Fail> {
-    if t.ndim() >= 2 {
+/// `x.dtype`: a tensor's torch dtype, or `None` for a NumPy scalar (whose NumPy dtype equals no
+/// torch dtype); anything else raises `AttributeError: '<type>' object has no attribute 'dtype'`.
+pub fn dtype(v: &PyValue) -> Result<Option<Dtype>, Fail> {
+    match v {
+        PyValue::Tensor(t) => Ok(Some(t.dtype)),
+        PyValue::Numpy(_) => Ok(None),
+        other => Err(Fail::with([
+            other.type_name().to_string(),
+            "dtype".to_string(),
+        ])),
+    }
+}
+
+/// `shape[i]` (a `torch.Size` or a tuple): `IndexError: tuple index out of range`.
+pub fn shape_at(shape: &[usize], i: isize) -> Result<usize, Fail> {
+    let n = shape.len() as isize;
+    let k = if i < 0 { i + n } else { i };
+    usize::try_from(k)
+        .ok()
+        .and_then(|k| shape.get(k).copied())
+        .ok_or_else(Fail::new)
+}
+
+/// `a, b = shape[-2:]` or `shape[:2]`: `ValueError: not enough values to unpack (expected 2, got n)`.
+pub fn unpack_two(shape: &[usize]) -> Result<(), Fail> {
+    if shape.len() >= 2 {
         Ok(())
     } else {
-        Err(Fail::with([t.ndim().to_string()]))
+        Err(Fail::with([shape.len().to_string()]))
     }
 }
 
@@ -111,6 +142,32 @@ mod tests {
             Fail::with(["-1".to_string(), "0".to_string(), "1".to_string()]).at(R)
         );
         assert_eq!(stride(&vector, -1, S, R), Ok(1));
+    }
+
+    #[test]
+    fn a_numpy_scalar_has_an_empty_shape_and_a_numpy_dtype() {
+        use crate::call::{NumpyScalar, NumpyValue};
+        let three = PyValue::Numpy(NumpyScalar {
+            dtype: Dtype::Int64,
+            value: NumpyValue::Int(3),
+        });
+        // np.int64(3).shape[-1] raises IndexError, as a 0-d tensor's does.
+        assert_eq!(shape(&three), Ok(&[][..]));
+        assert_eq!(shape_at(shape(&three).unwrap(), -1), Err(Fail::new()));
+        assert_eq!(unpack_two(&[]), Err(Fail::with(["0".to_string()])));
+        assert_eq!(dtype(&three), Ok(None));
+        let matrix = PyValue::Tensor(TensorArg::new(Dtype::Int32, &[2, 5]));
+        assert_eq!(shape_at(shape(&matrix).unwrap(), -1), Ok(5));
+        assert_eq!(shape_at(shape(&matrix).unwrap(), -3), Err(Fail::new()));
+        assert_eq!(dtype(&matrix), Ok(Some(Dtype::Int32)));
+        assert_eq!(
+            dtype(&PyValue::Int(3)),
+            Err(Fail::with(["int".to_string(), "dtype".to_string()]))
+        );
+        assert_eq!(
+            shape(&PyValue::None),
+            Err(Fail::with(["NoneType".to_string(), "shape".to_string()]))
+        );
     }
 
     #[test]

@@ -11,8 +11,8 @@ use crate::call::signature;
 use crate::call::{Device, Param, PyValue};
 use crate::validate::engine::{Check, Fail, HazardLog, Layer, reject, sites_of};
 use crate::validate::registry::cuda::{
-    ATEN_DIM_NO_DIMS, ATEN_DIM_RANGE, ATEN_INDEX_0D, ATEN_TENSOR_INDEX, PY_LIST_INDEX,
-    PY_NOT_SUBSCRIPTABLE, PY_STR_INDEX, PY_TUPLE_INDEX,
+    ATEN_DIM_NO_DIMS, ATEN_DIM_RANGE, ATEN_INDEX_0D, ATEN_TENSOR_INDEX, PY_KEY, PY_LIST_INDEX,
+    PY_NOT_SUBSCRIPTABLE, PY_SCALAR_INDEX, PY_STR_INDEX, PY_TUPLE_INDEX,
 };
 use crate::validate::registry::{ANY_TEXT, Site};
 use crate::validate::{Exception, Rejection};
@@ -138,6 +138,8 @@ pub const WINDOW_INDEX_SITES: &[&Site] = &[
     PY_TUPLE_INDEX,
     PY_LIST_INDEX,
     PY_STR_INDEX,
+    PY_KEY,
+    PY_SCALAR_INDEX,
     ATEN_TENSOR_INDEX,
     ATEN_INDEX_0D,
     ATEN_DIM_NO_DIMS,

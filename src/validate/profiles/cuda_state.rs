@@ -4,8 +4,10 @@
 //! One state type serves the Python layers of `fa3`/`fa3-stable`/`sgl-kernel`, the operator-call
 //! layer and the shared C++ layer ([`super::mha_fwd`]), so that a profile is just a list of layers.
 
+use crate::call::python::{self, Form};
 use crate::call::{BoundArgs, Device, Param, PyValue, Signature, TensorArg};
 use crate::validate::engine::{Fail, HazardLog};
+use crate::validate::py;
 use crate::validate::registry::cuda::*;
 use crate::validate::{Hazard, Resolved};
 
@@ -327,26 +329,24 @@ pub fn python_tensor<'a>(value: &'a PyValue, attribute: &str) -> Result<&'a Tens
     })
 }
 
-/// Python's `seq[i]` for `i` in 0 and 1, as `window_size[0]` evaluates it.
+/// Python's `x[i]` for `i` in 0 and 1, as `window_size[0]` evaluates it: CPython's and NumPy's
+/// subscription ([`python::subscript`]: a dict's `KeyError`, a NumPy scalar's `IndexError`), torch's
+/// for a tensor.
 pub fn python_index(value: &PyValue, index: usize) -> Result<PyValue, Fail> {
-    let out_of_range = |site| Err(Fail::new().at(site));
-    match value {
-        PyValue::Tuple(items) => items
-            .get(index)
-            .cloned()
-            .map_or_else(|| out_of_range(PY_TUPLE_INDEX), Ok),
-        PyValue::List(items) => items
-            .get(index)
-            .cloned()
-            .map_or_else(|| out_of_range(PY_LIST_INDEX), Ok),
-        PyValue::Str(s) => s
-            .chars()
-            .nth(index)
-            .map(|c| PyValue::Str(c.to_string()))
-            .map_or_else(|| out_of_range(PY_STR_INDEX), Ok),
-        PyValue::Tensor(t) => tensor_element(t, index),
-        other => Err(Fail::with([other.type_name().to_string()]).at(PY_NOT_SUBSCRIPTABLE)),
+    if let PyValue::Tensor(t) = value {
+        return tensor_element(t, index);
     }
+    python::subscript(value, py::int(index)).map_err(|e| match e.form {
+        // Each sequence's message is a site of its own, with no value in it.
+        Form::SequenceIndex => Fail::new().at(match e.args.first().map(String::as_str) {
+            Some("tuple") => PY_TUPLE_INDEX,
+            Some("list") => PY_LIST_INDEX,
+            _ => PY_STR_INDEX,
+        }),
+        Form::Key => Fail::with(e.args).at(PY_KEY),
+        Form::ScalarIndex => Fail::new().at(PY_SCALAR_INDEX),
+        _ => Fail::with(e.args).at(PY_NOT_SUBSCRIPTABLE),
+    })
 }
 
 /// `t[i]` of a 1-D tensor: a 0-d tensor holding the element (its value when the spec gave values).
@@ -455,4 +455,40 @@ pub struct OpSchema {
     /// The Python signature whose bound arguments feed the operator.
     pub signature: &'static Signature,
     pub params: &'static [SchemaParam],
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::call::{Dtype, NumpyScalar, NumpyValue};
+
+    #[test]
+    fn window_subscription_raises_what_python_raises() {
+        let fail = |v: PyValue, i: usize| python_index(&v, i).unwrap_err();
+        // flash_attn_interface.py's window_size[0] on a dict looks the key up.
+        let one_key = PyValue::Dict(vec![(PyValue::Int(0), PyValue::Int(-1))]);
+        assert_eq!(python_index(&one_key, 0), Ok(PyValue::Int(-1)));
+        assert_eq!(fail(one_key, 1), Fail::with(["1".to_string()]).at(PY_KEY));
+        let scalar = PyValue::Numpy(NumpyScalar {
+            dtype: Dtype::Int64,
+            value: NumpyValue::Int(-1),
+        });
+        assert_eq!(fail(scalar, 0), Fail::new().at(PY_SCALAR_INDEX));
+        assert_eq!(
+            fail(PyValue::List(vec![PyValue::Int(-1)]), 1),
+            Fail::new().at(PY_LIST_INDEX)
+        );
+        assert_eq!(
+            fail(PyValue::Tuple(vec![]), 0),
+            Fail::new().at(PY_TUPLE_INDEX)
+        );
+        assert_eq!(
+            fail(PyValue::Str("a".into()), 1),
+            Fail::new().at(PY_STR_INDEX)
+        );
+        assert_eq!(
+            fail(PyValue::None, 0),
+            Fail::with(["NoneType".to_string()]).at(PY_NOT_SUBSCRIPTABLE)
+        );
+    }
 }

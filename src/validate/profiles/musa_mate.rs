@@ -9,9 +9,9 @@ use super::musa_sglang::{
     window_bound, window_pair,
 };
 use crate::call::python::{self as pyvalue, Cmp, FfiType};
-use crate::call::{Dtype, LseLayout, Param, PyValue, TensorArg};
+use crate::call::{Dtype, LseLayout, NumpyScalar, NumpyValue, Param, PyValue, TensorArg};
 use crate::mate;
-use crate::mate::python::{self, PyNum, Truth};
+use crate::mate::python::{self, PyNum, Truth, TruthKind};
 use crate::validate::Resolved;
 use crate::validate::engine::{At, Check, Fail, HazardLog, Layer};
 use crate::validate::py::{self, SubscriptSites};
@@ -62,7 +62,7 @@ pub static MLA_BRANCH: Layer<MusaState> = Layer {
             sites: &[MLA_1_INDEX],
             run: |s| {
                 let qv = s.tensor(Param::Qv).expect("routed by qv's shape");
-                py::shape_at(qv, -2).map(|_| ())
+                py::shape_at(&qv.shape, -2).map(|_| ())
             },
         },
         Check {
@@ -593,10 +593,13 @@ fn c3_pack_gqa(s: &mut MusaState) -> Result<(), Fail> {
 
 /// A truth value `_resolve_mask` handed on: a bool, or a one-element bool tensor.
 fn truth_value(t: Truth) -> PyValue {
-    if t.tensor {
-        PyValue::tensor(Dtype::Bool, &[])
-    } else {
-        PyValue::Bool(t.value)
+    match t.kind {
+        TruthKind::Bool => PyValue::Bool(t.value),
+        TruthKind::Tensor => PyValue::tensor(Dtype::Bool, &[]),
+        TruthKind::Numpy => PyValue::Numpy(NumpyScalar {
+            dtype: Dtype::Bool,
+            value: NumpyValue::Bool(t.value),
+        }),
     }
 }
 
@@ -746,8 +749,8 @@ fn none_defaults(s: &mut MusaState) -> Result<(), Fail> {
 
 /// `x.shape[-1]` of q or qv, with the sites of the expression that reads it.
 fn last_dim(v: &PyValue, attr: &'static Site, index: &'static Site) -> Result<usize, Fail> {
-    let t = py::tensor(v, "shape").at(attr)?;
-    py::shape_at(t, -1).at(index)
+    let shape = py::shape(v).at(attr)?;
+    py::shape_at(shape, -1).at(index)
 }
 
 fn k3_softmax_scale(s: &mut MusaState) -> Result<(), Fail> {
@@ -896,38 +899,38 @@ fn f3_maybe_contiguous(s: &mut MusaState) -> Result<(), Fail> {
 
 /// F-4 … F-7: the sizes `_fmha_fwd` derives, with the Python errors of each expression.
 fn f4_f7_sizes(s: &mut MusaState) -> Result<(), Fail> {
-    let q = py::tensor(s.arg(Param::Q), "shape").at(F_4_ATTR)?;
+    let q = py::shape(s.arg(Param::Q)).at(F_4_ATTR)?;
     py::unpack_two(q).at(F_4_UNPACK)?;
     let k = s.tensor(Param::KCache).expect("K-1 checked k_cache");
     let v = s.tensor(Param::VCache).expect("K-2 checked v_cache");
     let mut d = FwdDims {
-        num_head: py::int(q.shape[q.ndim() - 2]),
-        head_dim: py::int(q.shape[q.ndim() - 1]),
-        num_head_kv: py::int(py::shape_at(k, -2).at(F_4_INDEX)?),
+        num_head: py::int(q[q.len() - 2]),
+        head_dim: py::int(q[q.len() - 1]),
+        num_head_kv: py::int(py::shape_at(&k.shape, -2).at(F_4_INDEX)?),
         head_dim_v: py::int(v.shape[v.ndim() - 1]),
         ..FwdDims::default()
     };
     if s.given(Param::CuSeqlensQ) {
         fail_if(!s.given(Param::MaxSeqlenQ)).at(F_5)?;
-        let cu = py::tensor(s.arg(Param::CuSeqlensQ), "shape").at(F_5_ATTR)?;
+        let cu = py::shape(s.arg(Param::CuSeqlensQ)).at(F_5_ATTR)?;
         d.batch_size = py::int(py::shape_at(cu, 0).at(F_5_INDEX)?) - 1;
         d.seqlen_q = pyvalue::float(s.arg(Param::MaxSeqlenQ)).unwrap_or(0.0) as i64;
-        d.total_q = py::int(q.shape[0]);
+        d.total_q = py::int(q[0]);
     } else {
-        d.batch_size = py::int(q.shape[0]);
-        d.seqlen_q = py::int(q.shape[1]);
+        d.batch_size = py::int(q[0]);
+        d.seqlen_q = py::int(q[1]);
         d.total_q = d.batch_size.saturating_mul(d.seqlen_q);
     }
     if s.given(Param::PageTable) {
-        let pt = py::tensor(s.arg(Param::PageTable), "shape").at(F_6_ATTR)?;
+        let pt = py::shape(s.arg(Param::PageTable)).at(F_6_ATTR)?;
         d.paged = true;
         d.pages_per_seq = py::int(py::shape_at(pt, 1).at(F_6_INDEX)?);
         d.page_size = py::int(k.shape[1]);
         d.seqlen_k = d.pages_per_seq.saturating_mul(d.page_size);
-        d.batch_size_k = py::int(pt.shape[0]);
+        d.batch_size_k = py::int(pt[0]);
     } else {
         d.page_size = 1;
-        d.seqlen_k = py::int(py::shape_at(k, -3).at(F_6_INDEX)?);
+        d.seqlen_k = py::int(py::shape_at(&k.shape, -3).at(F_6_INDEX)?);
         d.batch_size_k = py::int(k.shape[0]);
     }
     s.dims = d;
@@ -1075,7 +1078,7 @@ fn f23_f26_new_kv(s: &mut MusaState) -> Result<(), Fail> {
     let d = s.dims;
     match s.tensor(Param::CuSeqlensKNew) {
         None => {
-            let seqlen_new = py::int(py::shape_at(k, 1).at(F_23_INDEX)?);
+            let seqlen_new = py::int(py::shape_at(&k.shape, 1).at(F_23_INDEX)?);
             let rows = [d.batch_size, seqlen_new, d.num_head_kv];
             fail_if(!shape_is(k, &[rows[0], rows[1], rows[2], d.head_dim])).at(F_23_K)?;
             fail_if(!shape_is(v, &[rows[0], rows[1], rows[2], d.head_dim_v])).at(F_23_V)?;
@@ -1104,7 +1107,7 @@ fn f27_f34_rotary(s: &mut MusaState) -> Result<(), Fail> {
     let sin = s.tensor(Param::RotarySin);
     fail_if(sin.is_none()).at(F_28)?;
     let sin = sin.expect("checked");
-    let rotary_dim = py::int(py::shape_at(cos, 1).at(F_29_INDEX)?).saturating_mul(2);
+    let rotary_dim = py::int(py::shape_at(&cos.shape, 1).at(F_29_INDEX)?).saturating_mul(2);
     let d = s.dims;
     fail_if(rotary_dim > d.head_dim).at(F_29)?;
     fail_if(rotary_dim % 16 != 0).at(F_30)?;
@@ -1115,9 +1118,14 @@ fn f27_f34_rotary(s: &mut MusaState) -> Result<(), Fail> {
     fail_if(cos.shape != sin.shape || !shape_is(cos, &[seqlen_ro, rotary_dim / 2])).at(F_33)?;
     let seqlens = s.arg(Param::RotarySeqlens);
     if !seqlens.is_none() {
-        let t = py::tensor(seqlens, "dtype").at(F_34_ATTR)?;
-        fail_if(t.dtype != Dtype::Int32).at(F_34_DTYPE)?;
-        fail_if(!shape_is(t, &[d.batch_size])).at(F_34_SHAPE)?;
+        // A NumPy scalar has a dtype too: a NumPy one, which `== torch.int32` is not.
+        let dtype = py::dtype(seqlens).at(F_34_ATTR)?;
+        match seqlens {
+            PyValue::Tensor(t) if dtype == Some(Dtype::Int32) => {
+                fail_if(!shape_is(t, &[d.batch_size])).at(F_34_SHAPE)?;
+            }
+            _ => return Err(Fail::new().at(F_34_DTYPE)),
+        }
     }
     let noncontiguous: Vec<&str> = [("rotary_cos", cos), ("rotary_sin", sin)]
         .into_iter()
@@ -1241,8 +1249,8 @@ fn f41_metadata(s: &mut MusaState) -> Result<(), Fail> {
     let needed = s.dims.batch_size.saturating_mul(4);
     match s.injection {
         Injection::Off => {
-            let t = py::tensor(s.arg(Param::SchedulerMetadata), "shape").at(F_41_ATTR)?;
-            let len = py::int(py::shape_at(t, 0).at(F_41_INDEX)?);
+            let shape = py::shape(s.arg(Param::SchedulerMetadata)).at(F_41_ATTR)?;
+            let len = py::int(py::shape_at(shape, 0).at(F_41_INDEX)?);
             fail_if(len < needed).at(F_41)?;
             s.hazard(H_MUSA_METADATA_UNCHECKED, &[]);
         }

@@ -4,7 +4,7 @@
 use super::musa::{Injection, MusaState, fail_if, is_musa};
 use crate::call::python::{self, Arith, Cmp, FfiType};
 use crate::call::{
-    Dtype, NumpyValue, Param, PyValue, SglangBackend, TensorArg, python_int_from_str,
+    Dtype, NumpyScalar, NumpyValue, Param, PyValue, SglangBackend, TensorArg, python_int_from_str,
 };
 use crate::mate;
 use crate::mate::python::{NumKind, PyNum};
@@ -156,10 +156,10 @@ fn inject(s: &mut MusaState) -> Result<(), Fail> {
     // page_size = k_cache.shape[1] if k_cache is not None else 1 (read, then dropped by layer 2).
     let k_cache = s.arg(Param::KCache);
     if !k_cache.is_none() {
-        let t = py::tensor(k_cache, "shape").at(W_2_K_CACHE_ATTR)?;
-        py::shape_at(t, 1).at(W_2_K_CACHE_INDEX)?;
+        let shape = py::shape(k_cache).at(W_2_K_CACHE_ATTR)?;
+        py::shape_at(shape, 1).at(W_2_K_CACHE_INDEX)?;
     }
-    let cu = py::tensor(s.arg(Param::CuSeqlensQ), "shape").at(W_2_CU_SEQLENS_Q_ATTR)?;
+    let cu = py::shape(s.arg(Param::CuSeqlensQ)).at(W_2_CU_SEQLENS_Q_ATTR)?;
     let batch = py::int(py::shape_at(cu, -1).at(W_2_CU_SEQLENS_Q_INDEX)?) - 1;
     let b = backend(s);
     let layer_id = i64::from(b.layer.as_ref().expect("active injection").layer_id);
@@ -289,13 +289,14 @@ pub(super) fn window_bound(v: &PyValue) -> WindowBound {
             kind: NumKind::Float,
         }),
         PyValue::Tensor(t) => tensor_bound(t),
-        // A NumPy scalar compares as its value; the kernel's `int` takes only a NumPy integer.
+        // A NumPy scalar compares as its value, giving NumPy bools; the kernel's `int` takes only a
+        // NumPy integer.
         PyValue::Numpy(n) => WindowBound::Num(PyNum {
             value: n.as_f64(),
             kind: if matches!(n.value, NumpyValue::Int(_)) {
-                NumKind::Int
+                NumKind::NumpyInt
             } else {
-                NumKind::Float
+                NumKind::NumpyOther
             },
         }),
         other => other.as_int().map_or_else(
@@ -495,6 +496,15 @@ pub(super) fn py_number(n: PyNum) -> PyValue {
         NumKind::Int => PyValue::Int(n.value as i64),
         NumKind::Float => PyValue::Float(n.value),
         NumKind::Tensor => PyValue::tensor(Dtype::Float32, &[]),
+        // Which NumPy integer or float does not matter to tvm-ffi's conversion.
+        NumKind::NumpyInt => PyValue::Numpy(NumpyScalar {
+            dtype: Dtype::Int64,
+            value: NumpyValue::Int(n.value as i64),
+        }),
+        NumKind::NumpyOther => PyValue::Numpy(NumpyScalar {
+            dtype: Dtype::Float64,
+            value: NumpyValue::Float(n.value),
+        }),
     }
 }
 

@@ -144,6 +144,24 @@ sites! { "", GENERIC_SITES:
         "window_size is not a sequence (None, an int).",
         "Pass window_size=(-1, -1) for no window; None is not accepted."
     ),
+    PY_KEY = site!(
+        "py.key",
+        "Python wrapper",
+        KeyError,
+        "{}",
+        "CPython 3.11 Objects/dictobject.c dict_subscript; flash-attention@0251105a hopper/flash_attn_interface.py L1092-L1093",
+        "window_size is a dict without the key 0 or 1 (window_size[0], window_size[1]).",
+        "Pass window_size as a pair (left, right), not a dict."
+    ),
+    PY_SCALAR_INDEX = site!(
+        "py.scalar-index",
+        "Python wrapper",
+        IndexError,
+        "invalid index to scalar variable.",
+        "NumPy 2 scalar subscription; flash-attention@0251105a hopper/flash_attn_interface.py L1092",
+        "window_size is a NumPy scalar (window_size[0]).",
+        "Pass window_size as a pair (left, right)."
+    ),
     PY_ZERO_POWER = site!(
         "py.zero-power",
         "Python wrapper",

@@ -103,7 +103,7 @@ sites! { "musa.", SITES:
         AttributeError,
         ATTR,
         sgl!("L166"),
-        "injection runs and `k_cache` is neither None nor a tensor: `k_cache.shape[1]` (page_size)",
+        "injection runs and `k_cache` is neither None, a tensor nor a NumPy scalar: `k_cache.shape[1]` (page_size)",
         "Only when injection is active (a backend ran a layer, scheduler_metadata None). Fix: pass a tensor cache."
     ),
     W_2_K_CACHE_INDEX = site!(
@@ -112,7 +112,7 @@ sites! { "musa.", SITES:
         IndexError,
         TUPLE_INDEX,
         sgl!("L166"),
-        "injection runs and `k_cache` has fewer than 2 dimensions (`k_cache.shape[1]`)",
+        "injection runs and `k_cache` has fewer than 2 dimensions (`k_cache.shape[1]`; a NumPy scalar's shape is `()`)",
         "Fix: pass the 4-D cache (num_blocks, page_size, h_k, d)."
     ),
     W_2_CU_SEQLENS_Q_ATTR = site!(
@@ -121,7 +121,7 @@ sites! { "musa.", SITES:
         AttributeError,
         ATTR,
         sgl!("L60"),
-        "injection runs and `cu_seqlens_q` is None or not a tensor: `cu_seqlens_q.shape[-1] - 1` (batch_size)",
+        "injection runs and `cu_seqlens_q` is neither a tensor nor a NumPy scalar: `cu_seqlens_q.shape[-1] - 1` (batch_size)",
         "Causes: the fixed-length convention (4-D q without cu_seqlens_q) once any SGLang attention layer has \
          run in the process. Fixes: pass cu_seqlens_q with 3-D q, or pass an explicit scheduler_metadata \
          (disables injection), or call mate's flash_attn_interface directly."
@@ -132,7 +132,7 @@ sites! { "musa.", SITES:
         IndexError,
         TUPLE_INDEX,
         sgl!("L60"),
-        "injection runs and `cu_seqlens_q` is a 0-dim tensor",
+        "injection runs and `cu_seqlens_q` is a 0-dim tensor or a NumPy scalar (whose shape is `()`)",
         "Fix: cu_seqlens_q is the 1-D int32 prefix sum of length batch+1."
     ),
     W_2_PP_PARTITION = site!(
@@ -422,7 +422,7 @@ sites! { "musa.", SITES:
         AttributeError,
         ATTR,
         mha!("L909-L912"),
-        "softmax_scale is None and q (or qv) is not a tensor (`q.shape[-1]`)",
+        "softmax_scale is None and q (or qv) is neither a tensor nor a NumPy scalar (`q.shape[-1]`)",
         "Fix: pass q as a tensor."
     ),
     K_3_INDEX = site!(
@@ -431,7 +431,7 @@ sites! { "musa.", SITES:
         IndexError,
         TUPLE_INDEX,
         mha!("L909-L912"),
-        "softmax_scale is None and q (or qv) is a 0-dim tensor",
+        "softmax_scale is None and q (or qv) is a 0-dim tensor or a NumPy scalar (whose shape is `()`)",
         "Fix: q is 3-D or 4-D."
     ),
     K_3_ZERO_POWER = site!(
@@ -862,7 +862,7 @@ sites! { "musa.", SITES:
         ValueError,
         UNPACK,
         fwd!("L492"),
-        "q has fewer than 2 dimensions: `num_head, head_dim = q.shape[-2:]`",
+        "q has fewer than 2 dimensions (a NumPy scalar has none): `num_head, head_dim = q.shape[-2:]`",
         "Fix: q is (batch, seqlen, heads, d) or (total_q, heads, d)."
     ),
     F_4_INDEX = site!(
@@ -889,7 +889,7 @@ sites! { "musa.", SITES:
         AttributeError,
         ATTR,
         fwd!("L502"),
-        "cu_seqlens_q is not a tensor: `cu_seqlens_q.shape[0]`",
+        "cu_seqlens_q is neither a tensor nor a NumPy scalar: `cu_seqlens_q.shape[0]`",
         "Fix: cu_seqlens_q is an int32 tensor."
     ),
     F_5_INDEX = site!(
@@ -898,7 +898,7 @@ sites! { "musa.", SITES:
         IndexError,
         TUPLE_INDEX,
         fwd!("L502"),
-        "cu_seqlens_q is a 0-dim tensor",
+        "cu_seqlens_q is a 0-dim tensor or a NumPy scalar (whose shape is `()`)",
         "Fix: cu_seqlens_q is 1-D (batch+1,)."
     ),
     F_6_ATTR = site!(
@@ -907,7 +907,7 @@ sites! { "musa.", SITES:
         AttributeError,
         ATTR,
         fwd!("L507"),
-        "page_table is not a tensor: `page_table.shape[1]`",
+        "page_table is neither a tensor nor a NumPy scalar: `page_table.shape[1]`",
         "Fix: page_table is an int32 tensor."
     ),
     F_6_INDEX = site!(
@@ -916,7 +916,7 @@ sites! { "musa.", SITES:
         IndexError,
         TUPLE_INDEX,
         fwd!("L507-L512"),
-        "page_table has fewer than 2 dims (`page_table.shape[1]`), or a non-paged k_cache has fewer than 3 (`k.shape[-3]`)",
+        "page_table has fewer than 2 dims (`page_table.shape[1]`; a NumPy scalar's shape is `()`), or a non-paged k_cache has fewer than 3 (`k.shape[-3]`)",
         "Fix: page_table is (batch, pages_per_seq); a non-paged cache is (batch, seqlen_k, h_k, d)."
     ),
     F_8_ATTR = site!(
@@ -1296,7 +1296,7 @@ sites! { "musa.", SITES:
         AttributeError,
         ATTR,
         fwd!("L679"),
-        "rotary_seqlens (with rotary_cos) is not a tensor (`.dtype`)",
+        "rotary_seqlens (with rotary_cos) is neither a tensor nor a NumPy scalar (`.dtype`)",
         "Fix: an int32 tensor (batch,)."
     ),
     F_34_DTYPE = site!(
@@ -1305,7 +1305,7 @@ sites! { "musa.", SITES:
         AssertionError,
         "seqlens_rotary must have dtype torch.int32",
         fwd!("L679-L681"),
-        "rotary_seqlens is not int32",
+        "rotary_seqlens is not int32 (a NumPy scalar's dtype is a NumPy dtype, never torch.int32)",
         "Fix: `.to(torch.int32)`."
     ),
     F_34_SHAPE = site!(
@@ -1389,7 +1389,7 @@ sites! { "musa.", SITES:
         IndexError,
         TUPLE_INDEX,
         fwd!("L766"),
-        "scheduler_metadata is a 0-dim tensor (`shape[0]`)",
+        "scheduler_metadata is a 0-dim tensor or a NumPy scalar (`shape[0]` of `()`)",
         "Fix: mate metadata is 1-D int32 of length 4*batch."
     ),
     F_41 = site!(
