@@ -5,12 +5,10 @@ pub mod cuda_state;
 pub mod fa3;
 pub mod mha_fwd;
 mod musa;
-mod musa_mate;
-mod musa_sglang;
 pub mod sgl_kernel;
 
+pub use musa::should_update;
 pub use musa::{MUSA, MusaProfile};
-pub use musa_sglang::should_update;
 
 use super::Profile;
 

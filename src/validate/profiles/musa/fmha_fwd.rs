@@ -3,11 +3,11 @@
 //! combine (§5.8). Parameters are named as the SGLang wrapper names them; comments give mate's name
 //! where it differs (`k_cache` is mate's `k`, `k` is `k_new`, `cache_seqlens` is `seqused_k`, ...).
 
-use super::musa::{FwdDims, Injection, MusaState, fail_if, int32_vector, is_musa};
-use super::musa_sglang::{
+use super::injection::{
     MaskOperandError, WindowBound, ambiguous_values, mask_operands, py_number, seqlen_operand,
     window_bound, window_pair,
 };
+use super::{FwdDims, Injection, MusaState, fail_if, int32_vector, is_musa};
 use crate::call::python::{self as pyvalue, Cmp, FfiType};
 use crate::call::{Dtype, LseLayout, NumpyScalar, NumpyValue, Param, PyValue, TensorArg};
 use crate::mate;

@@ -8,8 +8,11 @@
 //! `out`, `lse`, the context-parallel arguments) can never fire through this stack and are not sites of
 //! this profile.
 
-use super::musa_sglang::WindowBound;
-use super::{musa_mate, musa_sglang};
+use injection::WindowBound;
+
+mod fmha_fwd;
+mod injection;
+
 use crate::call::{
     BoundArgs, Device, Dtype, KvCacheCall, LseLayout, Param, PyValue, SglangBackend, TensorArg,
     signature,
@@ -19,6 +22,7 @@ use crate::mate::python::{PyNum, PythonMask};
 use crate::validate::engine::{Fail, HazardLog, Layer, reject, run_layers, sites_of};
 use crate::validate::registry::musa::*;
 use crate::validate::{Exception, Hazard, Outcome, Profile, Rejection, Resolved, Verdict};
+pub use injection::should_update;
 use std::sync::OnceLock;
 
 /// What the wrapper's metadata injection decided (musa-fa3.md §4).
@@ -124,37 +128,37 @@ pub static MUSA: MusaProfile = MusaProfile;
 /// Every layer of the stack, in source order (the order [`MusaProfile::validate`] runs them).
 fn all_layers() -> [&'static Layer<MusaState>; 10] {
     [
-        &musa_sglang::WRAPPER,
-        &musa_sglang::INJECTION,
-        &musa_sglang::METADATA_CHAIN,
-        &musa_mate::MHA_INTERFACE,
-        &musa_mate::MLA_BRANCH,
-        &musa_mate::FMHA_CALL,
-        &musa_mate::FMHA_FWD,
-        &musa_mate::KERNEL_CONFIG,
-        &musa_mate::JIT_BUILD,
-        &musa_mate::COMBINE,
+        &injection::WRAPPER,
+        &injection::INJECTION,
+        &injection::METADATA_CHAIN,
+        &fmha_fwd::MHA_INTERFACE,
+        &fmha_fwd::MLA_BRANCH,
+        &fmha_fwd::FMHA_CALL,
+        &fmha_fwd::FMHA_FWD,
+        &fmha_fwd::KERNEL_CONFIG,
+        &fmha_fwd::JIT_BUILD,
+        &fmha_fwd::COMBINE,
     ]
 }
 
 impl MusaProfile {
     fn run(state: &mut MusaState) -> Result<(), Rejection> {
-        run_layers(state, &[&musa_sglang::WRAPPER, &musa_sglang::INJECTION])?;
+        run_layers(state, &[&injection::WRAPPER, &injection::INJECTION])?;
         if matches!(state.injection, Injection::Recompute { .. }) {
-            run_layers(state, &[&musa_sglang::METADATA_CHAIN])?;
+            run_layers(state, &[&injection::METADATA_CHAIN])?;
         }
-        run_layers(state, &[&musa_mate::MHA_INTERFACE])?;
+        run_layers(state, &[&fmha_fwd::MHA_INTERFACE])?;
         if state.mla {
-            return run_layers(state, &[&musa_mate::MLA_BRANCH]);
+            return run_layers(state, &[&fmha_fwd::MLA_BRANCH]);
         }
         run_layers(
             state,
             &[
-                &musa_mate::FMHA_CALL,
-                &musa_mate::FMHA_FWD,
-                &musa_mate::KERNEL_CONFIG,
-                &musa_mate::JIT_BUILD,
-                &musa_mate::COMBINE,
+                &fmha_fwd::FMHA_CALL,
+                &fmha_fwd::FMHA_FWD,
+                &fmha_fwd::KERNEL_CONFIG,
+                &fmha_fwd::JIT_BUILD,
+                &fmha_fwd::COMBINE,
             ],
         )
     }
@@ -248,7 +252,7 @@ fn resolved(s: &MusaState) -> Resolved {
     let d = &s.dims;
     let varlen_q = s.given(Param::CuSeqlensQ);
     if s.mla {
-        return musa_mate::mla_resolved(s);
+        return fmha_fwd::mla_resolved(s);
     }
     let mask = s
         .mask

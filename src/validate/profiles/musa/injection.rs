@@ -1,7 +1,7 @@
 //! The SGLang MUSA wrapper V3: the `ver` gate, scheduler-metadata injection (musa-fa3.md §3–§4) and
 //! the metadata chain M it runs when it recomputes (§5.2).
 
-use super::musa::{Injection, MusaState, fail_if, is_musa};
+use super::{Injection, MusaState, fail_if, is_musa};
 use crate::call::python::{self, Arith, Cmp, FfiType};
 use crate::call::{
     Dtype, NumpyScalar, NumpyValue, Param, PyValue, SglangBackend, TensorArg, python_int_from_str,
