@@ -194,14 +194,12 @@ pub struct HazardDef {
 
 /// Every site of every profile.
 pub fn sites() -> impl Iterator<Item = &'static Site> {
-    musa::SITES.iter().copied().chain(cuda::sites())
+    musa::sites().chain(cuda::sites())
 }
 
 /// Every hazard kind.
 pub fn hazards() -> impl Iterator<Item = &'static HazardDef> {
-    musa::HAZARDS
-        .iter()
-        .copied()
+    musa::hazards()
         .chain(cuda::hazards())
         .chain(scheduler::HAZARDS.iter().copied())
         .chain(device::HAZARDS.iter().copied())

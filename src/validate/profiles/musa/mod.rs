@@ -7,118 +7,35 @@
 //! path. Checks of arguments the SGLang wrapper never passes to mate (`cu_seqlens_k`, `seqused_q`,
 //! `out`, `lse`, the context-parallel arguments) can never fire through this stack and are not sites of
 //! this profile.
+//!
+//! One module per layer, each importing only [`state`] (the per-call state and the helpers every
+//! layer uses) and [`mask`] (`_resolve_mask`'s operands, which the metadata chain and `_fmha_fwd`
+//! both evaluate): [`sglang`] the wrapper's own checks, [`injection`] the metadata injection and
+//! chain M, [`interface`] mate's `mha_interface.flash_attn_with_kvcache`, [`mla`] its MLA branch,
+//! [`fmha_fwd`] (which also reads [`kernel_config`]'s configuration of the call), [`kernel_config`],
+//! [`jit`] the JIT build and launch, [`combine`]. Below the SGLang wrapper, parameters keep the
+//! wrapper's names; comments give mate's name where it differs (`k_cache` is mate's `k`, `k` is
+//! `k_new`, `cache_seqlens` is `seqused_k`, ...).
 
-use injection::WindowBound;
-
+mod combine;
 mod fmha_fwd;
 mod injection;
+mod interface;
+mod jit;
+mod kernel_config;
+mod mask;
+mod mla;
+mod sglang;
+mod state;
 
-use crate::call::{
-    BoundArgs, Device, Dtype, KvCacheCall, LseLayout, Param, PyValue, SglangBackend, TensorArg,
-    signature,
-};
-use crate::mate::KernelConfig;
-use crate::mate::python::{PyNum, PythonMask};
-use crate::validate::engine::{Fail, HazardLog, Layer, reject, run_layers, sites_of};
-use crate::validate::registry::musa::*;
-use crate::validate::{Exception, Hazard, Outcome, Profile, Rejection, Resolved, Verdict};
 pub use injection::should_update;
+
+use crate::call::{Device, KvCacheCall, signature};
+use crate::validate::engine::{HazardLog, Layer, reject, run_layers, sites_of};
+use crate::validate::registry::musa::{H_MUSA_ASSERTION_ERROR, W_0};
+use crate::validate::{Exception, Outcome, Profile, Rejection, Verdict};
+use state::{Injection, MusaState};
 use std::sync::OnceLock;
-
-/// What the wrapper's metadata injection decided (musa-fa3.md §4).
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(super) enum Injection {
-    /// Not attempted: metadata passed, no backend, or no layer recorded yet.
-    Off,
-    /// Non-MLA backend, metadata recomputed through chain M for `batch` sequences.
-    Recompute { batch: i64 },
-    /// Non-MLA backend, the tensor cached under the prefix is reused: its length when the context
-    /// gives the cached buffer.
-    Reuse { len: Option<i64> },
-    /// MLA backend: `(workspace, is_inited)`.
-    Mla { is_inited: bool },
-}
-
-/// The per-call state the checks read and fill in, in mate's terms.
-pub struct MusaState {
-    pub(super) args: BoundArgs,
-    pub(super) backend: Option<SglangBackend>,
-    pub(super) hazards: Vec<Hazard>,
-    pub(super) injection: Injection,
-    /// `softmax_scale` after mate's default.
-    pub(super) softmax_scale: f64,
-    /// `seqused_k` as `_fmha_fwd` sees it: `cache_seqlens`, an int expanded to a tensor.
-    pub(super) seqused_k: PyValue,
-    pub(super) mla: bool,
-    /// `window_size[0]`, `window_size[1]` after mate's `None` default, as Python values:
-    /// `_resolve_mask` raises on them after F-35.
-    pub(super) window_bounds: (WindowBound, WindowBound),
-    /// `attention_chunk` after the fixed-length reset, as the kernel call receives it.
-    pub(super) chunk: PyNum,
-    pub(super) attention_chunk: i64,
-    pub(super) dims: FwdDims,
-    /// `scheduler_metadata is not None` after the sink policy.
-    pub(super) has_metadata: bool,
-    pub(super) num_splits: i64,
-    pub(super) mask: Option<PythonMask>,
-    pub(super) config: Option<KernelConfig>,
-}
-
-/// The sizes `_fmha_fwd` derives (fmha_fwd.py L492–L518), as Python ints.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub(super) struct FwdDims {
-    pub num_head: i64,
-    pub head_dim: i64,
-    pub num_head_kv: i64,
-    pub head_dim_v: i64,
-    pub batch_size: i64,
-    pub seqlen_q: i64,
-    pub total_q: i64,
-    pub paged: bool,
-    pub page_size: i64,
-    pub pages_per_seq: i64,
-    pub seqlen_k: i64,
-    pub batch_size_k: i64,
-}
-
-impl HazardLog for MusaState {
-    fn hazards(&mut self) -> &mut Vec<Hazard> {
-        &mut self.hazards
-    }
-}
-
-impl MusaState {
-    /// The effective value of a wrapper parameter (SGLang's names).
-    pub(super) fn arg(&self, param: Param) -> &PyValue {
-        self.args.get(param)
-    }
-
-    pub(super) fn tensor(&self, param: Param) -> Option<&TensorArg> {
-        self.arg(param).as_tensor()
-    }
-
-    pub(super) fn given(&self, param: Param) -> bool {
-        !self.arg(param).is_none()
-    }
-}
-
-/// `t.is_musa`; a tensor without a device is on the profile's native device.
-pub(super) fn is_musa(t: &TensorArg) -> bool {
-    t.device_or(Device::Musa) == Device::Musa
-}
-
-/// An int32 1-D tensor of `len` elements on `device`: what `torch.full` makes of an int `cache_seqlens`.
-pub(super) fn int32_vector(len: usize, device: Option<Device>) -> TensorArg {
-    TensorArg {
-        device,
-        ..TensorArg::new(Dtype::Int32, &[len])
-    }
-}
-
-/// Fails when `cond` holds (an `assert not cond` with a fixed message).
-pub(super) fn fail_if(cond: bool) -> Result<(), Fail> {
-    if cond { Err(Fail::new()) } else { Ok(()) }
-}
 
 /// The `musa` profile.
 pub struct MusaProfile;
@@ -128,37 +45,37 @@ pub static MUSA: MusaProfile = MusaProfile;
 /// Every layer of the stack, in source order (the order [`MusaProfile::validate`] runs them).
 fn all_layers() -> [&'static Layer<MusaState>; 10] {
     [
-        &injection::WRAPPER,
+        &sglang::WRAPPER,
         &injection::INJECTION,
         &injection::METADATA_CHAIN,
-        &fmha_fwd::MHA_INTERFACE,
-        &fmha_fwd::MLA_BRANCH,
-        &fmha_fwd::FMHA_CALL,
+        &interface::MHA_INTERFACE,
+        &mla::MLA_BRANCH,
+        &interface::FMHA_CALL,
         &fmha_fwd::FMHA_FWD,
-        &fmha_fwd::KERNEL_CONFIG,
-        &fmha_fwd::JIT_BUILD,
-        &fmha_fwd::COMBINE,
+        &kernel_config::KERNEL_CONFIG,
+        &jit::JIT_BUILD,
+        &combine::COMBINE,
     ]
 }
 
 impl MusaProfile {
     fn run(state: &mut MusaState) -> Result<(), Rejection> {
-        run_layers(state, &[&injection::WRAPPER, &injection::INJECTION])?;
+        run_layers(state, &[&sglang::WRAPPER, &injection::INJECTION])?;
         if matches!(state.injection, Injection::Recompute { .. }) {
             run_layers(state, &[&injection::METADATA_CHAIN])?;
         }
-        run_layers(state, &[&fmha_fwd::MHA_INTERFACE])?;
+        run_layers(state, &[&interface::MHA_INTERFACE])?;
         if state.mla {
-            return run_layers(state, &[&fmha_fwd::MLA_BRANCH]);
+            return run_layers(state, &[&mla::MLA_BRANCH]);
         }
         run_layers(
             state,
             &[
-                &fmha_fwd::FMHA_CALL,
+                &interface::FMHA_CALL,
                 &fmha_fwd::FMHA_FWD,
-                &fmha_fwd::KERNEL_CONFIG,
-                &fmha_fwd::JIT_BUILD,
-                &fmha_fwd::COMBINE,
+                &kernel_config::KERNEL_CONFIG,
+                &jit::JIT_BUILD,
+                &combine::COMBINE,
             ],
         )
     }
@@ -194,31 +111,17 @@ impl Profile for MusaProfile {
                 };
             }
         };
-        let mut state = MusaState {
-            seqused_k: args.get(Param::CacheSeqlens).clone(),
-            args,
-            // Only a backend that has recorded a layer can inject; others are not copied.
-            backend: call
-                .context
-                .sglang_backend
-                .as_ref()
-                .filter(|b| b.layer.is_some())
-                .cloned(),
-            hazards: Vec::new(),
-            injection: Injection::Off,
-            softmax_scale: f64::NAN,
-            mla: false,
-            window_bounds: (WindowBound::None, WindowBound::None),
-            chunk: PyNum::int(0),
-            attention_chunk: 0,
-            dims: FwdDims::default(),
-            has_metadata: false,
-            num_splits: 0,
-            mask: None,
-            config: None,
-        };
+        // Only a backend that has recorded a layer can inject; others are not copied.
+        let backend = call
+            .context
+            .sglang_backend
+            .as_ref()
+            .filter(|b| b.layer.is_some())
+            .cloned();
+        let mut state = MusaState::new(args, backend);
         let outcome = match Self::run(&mut state) {
-            Ok(()) => Outcome::Accepted(Box::new(resolved(&state))),
+            Ok(()) if state.mla => Outcome::Accepted(Box::new(mla::resolved(&state))),
+            Ok(()) => Outcome::Accepted(Box::new(fmha_fwd::resolved(&state))),
             Err(rejection) => {
                 if rejection.exception == Exception::AssertionError {
                     state.hazard(H_MUSA_ASSERTION_ERROR, &[]);
@@ -240,57 +143,5 @@ impl Profile for MusaProfile {
             sites.extend(sites_of(&all_layers()));
             sites
         })
-    }
-}
-
-fn to_usize(x: i64) -> usize {
-    usize::try_from(x).unwrap_or(0)
-}
-
-/// The parameters an accepted call runs with.
-fn resolved(s: &MusaState) -> Resolved {
-    let d = &s.dims;
-    let varlen_q = s.given(Param::CuSeqlensQ);
-    if s.mla {
-        return fmha_fwd::mla_resolved(s);
-    }
-    let mask = s
-        .mask
-        .expect("an accepted fmha call has resolved its mask")
-        .resolved(s.attention_chunk);
-    let config = s
-        .config
-        .expect("an accepted fmha call has a kernel configuration");
-    Resolved {
-        batch_size: to_usize(d.batch_size),
-        seqlen_q: to_usize(d.seqlen_q),
-        total_q: to_usize(d.total_q),
-        seqlen_k: to_usize(d.seqlen_k),
-        num_heads: to_usize(d.num_head),
-        num_heads_k: to_usize(d.num_head_kv),
-        head_size: to_usize(d.head_dim),
-        head_size_v: to_usize(d.head_dim_v),
-        head_size_rounded: config.head_dim_rounded,
-        head_size_v_rounded: config.head_dim_v_rounded,
-        paged: d.paged,
-        page_size: to_usize(d.page_size),
-        varlen_q,
-        is_causal: mask.is_causal,
-        is_local: mask.is_local,
-        window_left: mask.window_left,
-        window_right: mask.window_right,
-        attention_chunk: s.attention_chunk,
-        softcap: s.arg(Param::Softcap).as_number().unwrap_or(0.0),
-        softmax_scale: s.softmax_scale,
-        num_splits: if s.has_metadata { s.num_splits } else { 1 },
-        pack_gqa: config.pack_gqa,
-        tile_m: config.tile_m,
-        tile_n: config.tile_n,
-        lse_layout: if varlen_q {
-            LseLayout::HeadTotal
-        } else {
-            LseLayout::BatchHeadSeq
-        },
-        mla_decode: false,
     }
 }
