@@ -175,9 +175,12 @@ def flash_attn_with_kvcache(q, k_cache, v_cache, k=None, v=None, qv=None, rotary
         shift = np.where(np.isfinite(peak), peak, 0.0)
         weights = np.exp(scores - shift)
         total = weights.sum(axis=-1, keepdims=True) + (0.0 if sink is None else np.exp(sink - shift))
+        # A row that sees no key keeps lse = sink (the device's rule, as in the torch stand-in)
+        # when its sequence has keys; a sequence without keys has -inf.
+        defined = total[..., 0] > 0 if keys else np.zeros(total.shape[:-1], bool)
         with np.errstate(divide="ignore", invalid="ignore"):
             probs = np.where(total > 0, weights / total, 0.0)
-            row_lse = np.where(total[..., 0] > 0, np.log(total[..., 0]) + shift[..., 0], -np.inf)
+            row_lse = np.where(defined, np.log(total[..., 0]) + shift[..., 0], -np.inf)
         o_b = np.einsum("hqk,khd->qhd", probs, v_b)
         if varlen:
             out[rows] = o_b
