@@ -197,10 +197,10 @@ fn bundle_call(
     Ok((call, slimmed))
 }
 
-/// Every profile's verdict on `call`, the gate profile's with the stale-metadata findings
+/// The default profiles' verdicts on `call`, the gate profile's with the stale-metadata findings
 /// `certify` adds.
 pub fn verdict_records(call: &KvCacheCall) -> Vec<VerdictRecord> {
-    certify_call(call, &profiles::all(), DEFAULT_MP)
+    certify_call(call, &profiles::defaults(), DEFAULT_MP)
         .verdicts
         .iter()
         .map(VerdictRecord::from)
@@ -626,7 +626,7 @@ mod tests {
             "the buffer the metadata_args describe is an input"
         );
         assert_eq!(bundle.call.metadata_args, call.metadata_args);
-        let certified: Vec<String> = certify_call(&call, &profiles::all(), DEFAULT_MP)
+        let certified: Vec<String> = certify_call(&call, &profiles::defaults(), DEFAULT_MP)
             .gate
             .hazards
             .iter()

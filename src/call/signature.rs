@@ -575,6 +575,27 @@ mod tests {
         assert_eq!(MATE_FA3_WRAPPER.params[34].0, Param::CpTotSequsedK);
     }
 
+    /// Texts CPython 3.11 gives for mate's FA3 wrapper (interface.py L175–L212): SGLang's
+    /// keywords are unknown to it, and 35 parameters take positionals.
+    #[test]
+    fn mate_wrapper_rejects_sglang_keywords() {
+        for keyword in ["ver", "score_mod", "aux_tensors", "learnable_sink"] {
+            assert_eq!(
+                bind(&MATE_FA3_WRAPPER, &call(3, &[keyword])).unwrap_err(),
+                format!("flash_attn_with_kvcache() got an unexpected keyword argument '{keyword}'")
+            );
+        }
+        assert_eq!(
+            bind(&MATE_FA3_WRAPPER, &call(36, &[])).unwrap_err(),
+            "flash_attn_with_kvcache() takes from 3 to 35 positional arguments but 36 were given"
+        );
+        let bound = bind(&MATE_FA3_WRAPPER, &call(35, &[])).unwrap();
+        assert_eq!(bound.bound(Param::CpRank), &Bound::Given(PyValue::None));
+        let defaults = bind(&MATE_FA3_WRAPPER, &call(3, &["s_aux"])).unwrap();
+        assert_eq!(defaults.get(Param::CpWorldSize), &PyValue::Int(1));
+        assert_eq!(defaults.get(Param::CpTotSequsedK), &PyValue::None);
+    }
+
     #[test]
     fn mate_mha_inserts_learnable_sink_at_position_23() {
         let names: Vec<&str> = MATE_MHA.params.iter().map(|(p, _)| p.name()).collect();

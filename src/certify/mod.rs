@@ -151,10 +151,10 @@ pub fn summary(verdicts: &[Verdict]) -> String {
     parts.join(", ")
 }
 
-/// Resolves `--profile` names (none = all profiles).
+/// Resolves `--profile` names (none = the default profiles, [`profiles::defaults`]).
 pub fn select_profiles(names: &[String]) -> Result<Vec<&'static dyn Profile>, Error> {
     if names.is_empty() {
-        return Ok(profiles::all());
+        return Ok(profiles::defaults());
     }
     names
         .iter()

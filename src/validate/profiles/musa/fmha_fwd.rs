@@ -8,7 +8,7 @@ use super::mask::{
     MaskOperandError, WindowBound, ambiguous_values, mask_operands, seqlen_operand, window_bound,
 };
 use super::state::{FwdDims, Injection, MusaState, fail_if, is_musa};
-use crate::call::python as pyvalue;
+use crate::call::python::{self as pyvalue, Cmp};
 use crate::call::{Dtype, LseLayout, Param, PyValue, TensorArg};
 use crate::mate;
 use crate::mate::python::{self, PyNum};
@@ -140,12 +140,28 @@ pub static FMHA_FWD: Layer<MusaState> = Layer {
             ],
             run: policy_and_mask,
         },
-        Check {
-            name: "scheduler_metadata length",
-            sites: &[F_41_ATTR, F_41_INDEX, F_41],
-            run: f41_metadata,
-        },
     ],
+};
+
+/// `_fmha_fwd`'s context-parallel asserts (L720–L731), after the mask is resolved. Only the `mate`
+/// profile runs them: through SGLang's wrapper the arguments keep their defaults, which pass.
+pub static CONTEXT_PARALLEL: Layer<MusaState> = Layer {
+    name: "_fmha_fwd context parallelism",
+    checks: &[Check {
+        name: "cp_world_size, cp_rank, cp_tot_seqused_k",
+        sites: &[F_36_TYPE, F_CP_TENSOR_BOOL, F_36, F_37, F_38, F_39],
+        run: f36_f39_context_parallel,
+    }],
+};
+
+/// The scheduler metadata's length (L765–L768), after the context-parallel asserts.
+pub static METADATA_LENGTH: Layer<MusaState> = Layer {
+    name: "_fmha_fwd metadata length",
+    checks: &[Check {
+        name: "scheduler_metadata length",
+        sites: &[F_41_ATTR, F_41_INDEX, F_41],
+        run: f41_metadata,
+    }],
 };
 
 fn shape_is(t: &TensorArg, expected: &[i64]) -> bool {
@@ -479,6 +495,27 @@ fn policy_and_mask(s: &mut MusaState) -> Result<(), Fail> {
     ));
     kernel_hazards(s);
     Ok(())
+}
+
+/// F-36 … F-39 with Python's semantics: `>` may raise, `or`/`and` short-circuit, and an assert
+/// takes the truth value of a tensor comparison (which raises unless it holds one element).
+fn f36_f39_context_parallel(s: &mut MusaState) -> Result<(), Fail> {
+    let cp = &s.cp;
+    let equality = |v: &PyValue, op: Cmp, rhs: i64| {
+        pyvalue::compare(v, op, &PyValue::Int(rhs)).expect("`==` and `!=` compare anything")
+    };
+    let world_over = |rhs: i64| {
+        pyvalue::compare(&cp.world_size, Cmp::Gt, &PyValue::Int(rhs))
+            .map_err(|e| Fail::with(e.args.into_iter().skip(1)).at(F_36_TYPE))
+    };
+    let truth = |v: &PyValue| py::truth(v).at(F_CP_TENSOR_BOOL);
+    fail_if(!truth(&world_over(0)?)?).at(F_36)?;
+    let enabled = truth(&equality(&cp.world_size, Cmp::Ne, 1))?;
+    fail_if(!enabled && !truth(&equality(&cp.rank, Cmp::Eq, 0))?).at(F_37)?;
+    fail_if(enabled && cp.tot_seqused_k.is_none()).at(F_38)?;
+    // `> 1` cannot raise once `> 0` has not: F-36.type is the only type error.
+    let is_local = s.mask.expect("resolved before").is_local.value;
+    fail_if(is_local && truth(&world_over(1)?)?).at(F_39)
 }
 
 /// Arguments the forward kernel accepts and ignores or reinterprets (§8.4, §8.6, §8.19, §8.22, §8.23).

@@ -80,6 +80,7 @@ fn j1_compile_key(s: &mut MusaState) -> Result<(), Fail> {
         given => given.clone(),
     };
     let entries = [
+        compared(&s.cp.world_size, Cmp::Gt, PyValue::Int(1)), // enable_cp
         compared(&attention_chunk_value(s), Cmp::Gt, PyValue::Int(0)), // has_attention_chunk
         compared(s.arg(Param::Softcap), Cmp::Ne, PyValue::Float(0.0)), // has_softcap
         truth_value(mask.is_causal),
@@ -129,6 +130,9 @@ fn j3_arguments(s: &mut MusaState) -> Result<(), Fail> {
         (27, s.arg(Param::Softcap), FfiType::Float),
         (28, s.arg(Param::SmMargin), FfiType::Int),
         (29, &num_splits, FfiType::Int),
+        (36, &s.cp.world_size, FfiType::Int),
+        (37, &s.cp.rank, FfiType::Int),
+        (38, &s.cp.tot_seqused_k, FfiType::OptionalTensor),
     ];
     match pyvalue::first_unconverted(arguments) {
         Some(index) => Err(Fail::with([index.to_string()])),

@@ -380,6 +380,8 @@ fn mla_ignored(s: &mut MusaState) -> Result<(), Fail> {
         .map(Param::name)
         .collect();
     lost.extend(not_default(&lost_defaults));
+    // the branch's kernel knows no ranks: it attends the rank's keys at local positions
+    lost.extend(s.cp.given());
     let mut scheduling: Vec<&str> = s
         .given(Param::PackGqa)
         .then_some("pack_gqa")

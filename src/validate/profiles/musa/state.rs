@@ -2,6 +2,7 @@
 //! share.
 
 use super::mask::WindowBound;
+use crate::call::signature::MATE_FA3_WRAPPER;
 use crate::call::{BoundArgs, Device, Dtype, Param, PyValue, SglangBackend, TensorArg};
 use crate::mate::KernelConfig;
 use crate::mate::python::{PyNum, PythonMask};
@@ -45,6 +46,55 @@ pub struct MusaState {
     pub(super) num_splits: i64,
     pub(super) mask: Option<PythonMask>,
     pub(super) config: Option<KernelConfig>,
+    /// The context-parallel arguments `_fmha_fwd` receives.
+    pub(super) cp: ContextParallel,
+}
+
+/// `cp_world_size`, `cp_rank`, `cp_tot_seqused_k` as mate's FA3 wrapper forwards them: the
+/// caller's through the `mate` profile, the wrapper's defaults (1, 0, None) through SGLang's, which
+/// never passes them (musa-fa3.md §2.1).
+#[derive(Clone, Debug, PartialEq)]
+pub(super) struct ContextParallel {
+    pub world_size: PyValue,
+    pub rank: PyValue,
+    pub tot_seqused_k: PyValue,
+}
+
+impl ContextParallel {
+    fn of(args: &BoundArgs) -> Self {
+        let value = |param: Param| {
+            if args.has_param(param) {
+                return args.get(param).clone();
+            }
+            let position = MATE_FA3_WRAPPER
+                .position(param)
+                .expect("mate's wrapper has the context-parallel parameters");
+            MATE_FA3_WRAPPER.params[position]
+                .1
+                .value()
+                .expect("they have defaults")
+        };
+        ContextParallel {
+            world_size: value(Param::CpWorldSize),
+            rank: value(Param::CpRank),
+            tot_seqused_k: value(Param::CpTotSequsedK),
+        }
+    }
+
+    /// The arguments that differ from the defaults (which disable context parallelism).
+    pub(super) fn given(&self) -> Vec<&'static str> {
+        let mut names = Vec::new();
+        if !self.world_size.eq_int(1) {
+            names.push(Param::CpWorldSize.name());
+        }
+        if !self.rank.eq_int(0) {
+            names.push(Param::CpRank.name());
+        }
+        if !self.tot_seqused_k.is_none() {
+            names.push(Param::CpTotSequsedK.name());
+        }
+        names
+    }
 }
 
 /// The sizes `_fmha_fwd` derives (fmha_fwd.py L492–L518), as Python ints.
@@ -75,6 +125,7 @@ impl MusaState {
     pub(super) fn new(args: BoundArgs, backend: Option<SglangBackend>) -> Self {
         MusaState {
             seqused_k: args.get(Param::CacheSeqlens).clone(),
+            cp: ContextParallel::of(&args),
             args,
             backend,
             hazards: Vec::new(),

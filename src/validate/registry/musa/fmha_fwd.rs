@@ -568,6 +568,64 @@ sites! { "musa.", FMHA_FWD_SITES:
         "attention_chunk is not a number or None (`attention_chunk > 0`)",
         "Fix: attention_chunk is an int (0 = off)."
     ),
+    F_36 = site!(
+        "musa.F-36",
+        FWD,
+        AssertionError,
+        "cp_world_size must be positive, required by downstream unified code path. Use 1 if CP is not enabled.",
+        fwd!("L720-L722"),
+        "cp_world_size <= 0 (mate's FA3 wrapper forwards the caller's; SGLang's wrapper never passes it)",
+        "Fix: cp_world_size is the number of context-parallel ranks, 1 without context parallelism."
+    ),
+    F_36_TYPE = site!(
+        "musa.F-36.type",
+        FWD,
+        TypeError,
+        "'>' not supported between instances of '{}' and '{}'",
+        fwd!("L720"),
+        "cp_world_size is not a number (`cp_world_size > 0`)",
+        "Fix: cp_world_size is an int."
+    ),
+    F_CP_TENSOR_BOOL = site!(
+        "musa.F-cp.tensor-bool",
+        FWD,
+        RuntimeError,
+        TENSOR_BOOL,
+        fwd!("L720-L731"),
+        "cp_world_size (`assert cp_world_size > 0`) or cp_rank (`cp_rank == 0` in F-37) is a tensor of \
+         other than one element: the assert needs the truth value of its elementwise comparison",
+        "Fix: cp_world_size and cp_rank are ints."
+    ),
+    F_37 = site!(
+        "musa.F-37",
+        FWD,
+        AssertionError,
+        "When context parallelism is disabled, cp_rank must be zero",
+        fwd!("L723-L725"),
+        "cp_world_size == 1 and cp_rank != 0",
+        "Causes: a rank index passed without the world size. Fix: pass cp_world_size with cp_rank, or \
+         neither."
+    ),
+    F_38 = site!(
+        "musa.F-38",
+        FWD,
+        AssertionError,
+        "cp_tot_seqused_k must be provided when context parallelism is enabled.",
+        fwd!("L726-L728"),
+        "cp_world_size != 1 and cp_tot_seqused_k is None",
+        "With context parallelism the kernel needs every sequence's total key count over all ranks \
+         (it places the rank's keys at global positions and masks causally against the total). Fix: \
+         pass cp_tot_seqused_k, an int32 (batch,) tensor of the global cache_seqlens."
+    ),
+    F_39 = site!(
+        "musa.F-39",
+        FWD,
+        AssertionError,
+        "Local attention (sliding window) is not currently supported with context parallelism (cp_world_size > 1).",
+        fwd!("L729-L731"),
+        "cp_world_size > 1 and the mask resolves to local (a window, a chunk, or causal with a window)",
+        "Fix: drop the window (or attention_chunk) or run without context parallelism."
+    ),
     F_41_ATTR = site!(
         "musa.F-41.attr",
         FWD,

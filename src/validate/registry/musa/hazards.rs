@@ -25,6 +25,17 @@ hazards! { HAZARDS:
         ),
         "§8.14, §2.2: `learnable_sink = sinks if sinks is not None else s_aux`."
     ),
+    H_MATE_S_AUX_IGNORED = hazard!(
+        "H-MATE-S-AUX-IGNORED",
+        Warning,
+        "sinks and s_aux are both given: mate's FA3 wrapper uses sinks and ignores s_aux",
+        mate!(
+            "wrappers/flash-attention/flash_attn_3/interface.py",
+            "L11-L14"
+        ),
+        "§2.2: `learnable_sink = sinks if sinks is not None else s_aux`; s_aux is the older name of \
+         the same argument. Fix: pass one of them."
+    ),
     H_MUSA_SINKS_DISABLE_SPLITS = hazard!(
         "H-MUSA-SINKS-DISABLE-SPLITS",
         Warning,

@@ -1,6 +1,7 @@
 //! Error sites and hazards of the MUSA stack: SGLang's MUSA wrapper V3 (sglang 082898472f) over
-//! mate v0.2.2 (3f58cc3e). Labels follow musa-fa3.md §5 (`W-`, `G-`, `K-`, `MLA-`, `F-`, `C-`, `J-`,
-//! `B-`); a suffix names the Python expression of that check that raises something else than its
+//! mate v0.2.2 (3f58cc3e), entered through SGLang's wrapper (`musa.`) or mate's FA3-compatible
+//! wrapper (`mate.`). Labels follow musa-fa3.md §5 (`W-`, `G-`, `K-`, `MLA-`, `F-`, `C-`, `J-`,
+//! `B-`; `I-` for mate's wrapper, §2.2); a suffix names the Python expression of that check that raises something else than its
 //! assert (`.attr`, `.index`, ...). Sites marked "Shadowed" cannot fire first (an earlier site always
 //! catches the same defect); they are listed so that `explain` knows them.
 
@@ -14,6 +15,7 @@ mod injection;
 mod interface;
 mod jit;
 mod kernel_config;
+mod mate_wrapper;
 mod mla;
 mod sglang;
 
@@ -24,6 +26,7 @@ pub use injection::*;
 pub use interface::*;
 pub use jit::*;
 pub use kernel_config::*;
+pub use mate_wrapper::*;
 pub use mla::*;
 pub use sglang::*;
 
@@ -34,6 +37,7 @@ pub(super) fn sites() -> impl Iterator<Item = &'static Site> {
     [
         sglang::WRAPPER_SITES,
         injection::INJECTION_SITES,
+        mate_wrapper::MATE_WRAPPER_SITES,
         interface::INTERFACE_SITES,
         mla::MLA_SITES,
         fmha_fwd::FMHA_FWD_SITES,
