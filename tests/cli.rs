@@ -77,6 +77,54 @@ fn over_the_memory_cap_is_refused_before_materialising() {
     assert!(String::from_utf8_lossy(&output.stderr).contains("over the cap of 1000 bytes"));
 }
 
+/// Without `--numerics` only the scheduler-metadata checks read tensor values (the integer
+/// ones); they too stay within `--memory-cap`.
+#[test]
+fn certify_reads_index_tensors_within_the_memory_cap() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("long-page-table.json");
+    let page_table = r#"{"tensor": {"shape": [1, 1000000], "dtype": "int32"}}"#;
+    std::fs::write(
+        &path,
+        format!(
+            r#"{{"args": {{"q": {{"tensor": {{"shape": [1, 1, 8, 128], "dtype": "bfloat16"}}}},
+                "k_cache": {{"tensor": {{"shape": [64, 64, 8, 128], "dtype": "bfloat16"}}}},
+                "v_cache": {{"tensor": {{"shape": [64, 64, 8, 128], "dtype": "bfloat16"}}}},
+                "cache_seqlens": {{"tensor": {{"shape": [1], "dtype": "int32", "values": [100]}}}},
+                "page_table": {page_table},
+                "cu_seqlens_q": {{"tensor": {{"shape": [2], "dtype": "int32", "values": [0, 1]}}}},
+                "max_seqlen_q": 1}}}}"#
+        ),
+    )
+    .unwrap();
+    let certify = |cap: &str| {
+        let output = fa3conform(&[
+            "certify",
+            "--profile",
+            "musa",
+            path.to_str().unwrap(),
+            "--memory-cap",
+            cap,
+        ]);
+        assert_eq!(
+            output.status.code(),
+            Some(0),
+            "{}",
+            String::from_utf8_lossy(&output.stderr)
+        );
+        String::from_utf8(output.stdout).unwrap()
+    };
+    let capped = certify("1000000");
+    assert!(
+        capped.contains(
+            "H-SCHED-UNCHECKED (musa): the metadata could not be checked against the call: "
+        ) && capped.contains("over the cap of 1000000 bytes (raise it with --memory-cap)"),
+        "{capped}"
+    );
+    let default = certify(&fa3conform::tensor::DEFAULT_MEMORY_CAP.to_string());
+    assert!(!default.contains("H-SCHED-UNCHECKED"), "{default}");
+}
+
 #[test]
 fn export_writes_one_bundle_per_suite_case() {
     let dir = tempfile::tempdir().unwrap();

@@ -8,7 +8,6 @@ use fa3conform::certify::{certify_call, numerics};
 use fa3conform::device;
 use fa3conform::explain::{Found, explain, render};
 use fa3conform::kernel::{self, KernelOptions, KernelOutput, MetadataSource};
-use fa3conform::mate::DEFAULT_MP;
 use fa3conform::musa::{InjectionCache, MusaOptions};
 use fa3conform::reference::{self, Precision, RefOutput, Stack};
 use fa3conform::tensor::{DEFAULT_MEMORY_CAP, Tensors, materialise};
@@ -66,7 +65,7 @@ fn agrees_with_device_expectation(call: &KvCacheCall, run: &Run) {
 }
 
 fn hazards(call: &KvCacheCall) -> Vec<Hazard> {
-    let report = certify_call(call, &[], DEFAULT_MP);
+    let report = certify_call(call, &[], &MusaOptions::default());
     assert!(
         report.gate.resolved().is_some(),
         "musa rejects {:?}",

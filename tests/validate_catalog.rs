@@ -10,7 +10,7 @@ mod support;
 use fa3conform::call::KvCacheCall;
 use fa3conform::certify::{certify_call, render_human_call};
 use fa3conform::conform::catalogue::FILES;
-use fa3conform::mate::DEFAULT_MP;
+use fa3conform::musa::MusaOptions;
 use fa3conform::spec::parse_specs;
 use fa3conform::validate::{Outcome, profiles, registry};
 use serde_json::Value;
@@ -245,7 +245,7 @@ fn snapshots_show_every_profile_side_by_side() {
                     || e.expect.contains_key(p.name())
             })
             .collect();
-        let report = certify_call(&e.call, &shown, DEFAULT_MP);
+        let report = certify_call(&e.call, &shown, &MusaOptions::default());
         let text = render_human_call(&e.call, &report);
         settings.bind(|| insta::assert_snapshot!(e.call.id.clone(), text));
     }

@@ -12,6 +12,7 @@ use crate::certify::certify_call;
 use crate::certify::numerics::with_described_metadata;
 use crate::device;
 use crate::mate::DEFAULT_MP;
+use crate::musa::MusaOptions;
 use crate::partition::Partition;
 use crate::reference::{self, Precision, RefError, RefOutput, Stack};
 use crate::report::documents::export as doc;
@@ -192,15 +193,20 @@ fn bundle_call(
     let call = with_int_values(&call, &indices);
     let slimmed = match pools {
         Pools::Whole => None,
-        Pools::Slim => slim(&call).filter(|s| verdict_records(&s.call) == verdict_records(&call)),
+        Pools::Slim => slim(&call)
+            .filter(|s| verdict_records(&s.call, cap_bytes) == verdict_records(&call, cap_bytes)),
     };
     Ok((call, slimmed))
 }
 
 /// The default profiles' verdicts on `call`, the gate profile's with the stale-metadata findings
-/// `certify` adds.
-pub fn verdict_records(call: &KvCacheCall) -> Vec<VerdictRecord> {
-    certify_call(call, &profiles::defaults(), DEFAULT_MP)
+/// `certify` adds, reading the call's integer tensors within `cap_bytes`.
+pub fn verdict_records(call: &KvCacheCall, cap_bytes: usize) -> Vec<VerdictRecord> {
+    let device = MusaOptions {
+        mp: DEFAULT_MP,
+        memory_cap: cap_bytes,
+    };
+    certify_call(call, &profiles::defaults(), &device)
         .verdicts
         .iter()
         .map(VerdictRecord::from)
@@ -216,7 +222,7 @@ pub fn bundle_for(
     cap_bytes: usize,
     pools: Pools,
 ) -> CaseBundle {
-    let verdicts = verdict_records(call);
+    let verdicts = verdict_records(call, cap_bytes);
     let skipped = |call: &KvCacheCall, verdicts: Vec<VerdictRecord>, reason: String| CaseBundle {
         call: call.clone(),
         inputs: TensorFile::new(),
@@ -626,12 +632,13 @@ mod tests {
             "the buffer the metadata_args describe is an input"
         );
         assert_eq!(bundle.call.metadata_args, call.metadata_args);
-        let certified: Vec<String> = certify_call(&call, &profiles::defaults(), DEFAULT_MP)
-            .gate
-            .hazards
-            .iter()
-            .map(|h| h.code.to_string())
-            .collect();
+        let certified: Vec<String> =
+            certify_call(&call, &profiles::defaults(), &MusaOptions::default())
+                .gate
+                .hazards
+                .iter()
+                .map(|h| h.code.to_string())
+                .collect();
         assert!(
             certified.iter().any(|c| c.starts_with("H-SCHED-")),
             "{certified:?}"

@@ -165,6 +165,9 @@ mod tests {
     use crate::validate::profiles;
     use proptest::prelude::*;
 
+    /// The memory cap of every bundle these tests write.
+    const CAP: usize = 1 << 30;
+
     /// A decode or append call on a pool with pages (or cache rows) it never touches.
     #[derive(Debug, Clone)]
     struct PoolCall {
@@ -292,18 +295,18 @@ mod tests {
         #[test]
         fn slim_and_whole_bundles_mean_the_same(case in pool_call()) {
             let call = case.call();
-            let indices = materialise_index_tensors(&call, 1 << 30).unwrap();
+            let indices = materialise_index_tensors(&call, CAP).unwrap();
             let inlined = with_int_values(&call, &indices);
             let slimmed = slim(&inlined);
             prop_assume!(slimmed.is_some());
             let slimmed = slimmed.unwrap();
             prop_assert!(slimmed.call.passed("k_cache").unwrap().as_tensor().unwrap().shape[0] < slimmed.pool_rows);
             // Every profile judges the slim call as it judges the whole one.
-            prop_assert_eq!(verdict_records(&slimmed.call), verdict_records(&inlined));
+            prop_assert_eq!(verdict_records(&slimmed.call, CAP), verdict_records(&inlined, CAP));
 
             let musa = profiles::by_name("musa").unwrap();
-            let whole = bundle_for(&call, musa, 1 << 30, Pools::Whole);
-            let slim = bundle_for(&call, musa, 1 << 30, Pools::Slim);
+            let whole = bundle_for(&call, musa, CAP, Pools::Whole);
+            let slim = bundle_for(&call, musa, CAP, Pools::Slim);
             prop_assert_eq!(&whole.skipped, &None);
             prop_assert_eq!(&slim.verdicts, &whole.verdicts);
             prop_assert_eq!(slim.pool.as_ref().map(|p| &p.rows), Some(&slimmed.rows["k_cache"]));
@@ -352,8 +355,8 @@ mod tests {
             .set("page_table", ints(&[2, 32], table));
         let musa = profiles::by_name("musa").unwrap();
         let s = slim(&call).expect("slims");
-        assert_eq!(verdict_records(&s.call), verdict_records(&call));
-        let bundle = bundle_for(&call, musa, 1 << 30, Pools::Slim);
+        assert_eq!(verdict_records(&s.call, CAP), verdict_records(&call, CAP));
+        let bundle = bundle_for(&call, musa, CAP, Pools::Slim);
         assert_eq!(bundle.skipped, None);
         // 100 keys (and up to a block of 224 more) are 6 pages of table row 0; 3 keys (+ 224) are
         // 4 pages of row 1, all page 0. Pages the call never reads point at row 0.
@@ -371,7 +374,7 @@ mod tests {
         assert_eq!(table.int_values(), Some(expected));
         assert_eq!(bundle.inputs["k_cache"].shape, [7, 64, 4, 128]);
         assert!(bundle.expected.is_some(), "musa accepts the call");
-        let whole = bundle_for(&call, musa, 1 << 30, Pools::Whole);
+        let whole = bundle_for(&call, musa, CAP, Pools::Whole);
         assert!(
             whole.skipped.unwrap().contains("over the cap"),
             "the whole pool is over the cap"

@@ -38,8 +38,9 @@ pub struct CertifyOptions {
     /// Also run each call the gate profile accepts on the modelled MUSA stack and compare it with
     /// the f64 reference ([`numerics`]).
     pub numerics: bool,
-    /// Bytes a spec file may hold; with `numerics`, also the bytes one call's tensors may take
-    /// once materialised.
+    /// Bytes a spec file may hold, and the bytes one call's integer tensors may take when the
+    /// scheduler-metadata checks read them; with `numerics`, also the bytes one call's tensors may
+    /// take once materialised.
     pub memory_cap: usize,
     /// Multiprocessor count of the modelled MUSA device (metadata, split heuristic, grid).
     pub mp: usize,
@@ -90,18 +91,23 @@ impl CallReport {
 /// also gets the stale-metadata findings (whether the scheduler metadata it passes, or that
 /// SGLang would inject, or that `metadata_args` describe, matches the call) and the device's
 /// departures from clean attention it runs into ([`device::findings`]).
-/// `mp` is the modelled device's multiprocessor count.
+/// `device` is the modelled device (multiprocessor count) and the memory cap the index tensors
+/// those findings read must fit in.
 pub fn certify_call(
     call: &KvCacheCall,
     selected: &[&'static dyn Profile],
-    mp: usize,
+    device: &MusaOptions,
 ) -> CallReport {
     let mut gate = profiles::by_name(GATE_PROFILE)
         .expect("the gate profile is registered")
         .validate(call);
     if let Some(resolved) = gate.resolved() {
         let departures = device::findings(call, resolved);
-        gate.hazards.extend(stale_metadata_findings_on(call, mp));
+        gate.hazards.extend(stale_metadata_findings_on(
+            call,
+            device.mp,
+            device.memory_cap,
+        ));
         gate.hazards.extend(departures);
     }
     let verdicts: Vec<Verdict> = selected
@@ -179,9 +185,13 @@ pub fn certify(options: &CertifyOptions) -> Result<CertifyReport, Error> {
     if let Some(device) = options.device_as {
         calls.iter_mut().for_each(|c| cpu_tensors_on(c, device));
     }
+    let musa = MusaOptions {
+        mp: options.mp,
+        memory_cap: options.memory_cap,
+    };
     let mut reports: Vec<CallReport> = calls
         .iter()
-        .map(|c| certify_call(c, &selected, options.mp))
+        .map(|c| certify_call(c, &selected, &musa))
         .collect();
     if options.numerics {
         // In file order, one injection cache: the calls are one process's, as a recording is. A
@@ -190,14 +200,10 @@ pub fn certify(options: &CertifyOptions) -> Result<CertifyReport, Error> {
         let progress = crate::report::progress_bar(calls.len() as u64);
         progress.set_message("numerics");
         let mut cache = InjectionCache::default();
-        let musa = MusaOptions {
-            mp: options.mp,
-            memory_cap: options.memory_cap,
-        };
         for (call, report) in calls.iter().zip(&mut reports) {
             let in_process = cache.applied_to(call);
             if in_process != *call {
-                *report = certify_call(&in_process, &selected, options.mp);
+                *report = certify_call(&in_process, &selected, &musa);
             }
             if report.gate.resolved().is_some() {
                 report.numerics = Some(numerics::check(call, &mut cache, &musa));

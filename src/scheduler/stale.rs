@@ -428,13 +428,15 @@ fn check_splits(
 /// The findings for `call`'s metadata: its `scheduler_metadata` values and/or its
 /// `metadata_args`, or (when it passes neither) the metadata SGLang's wrapper would compute for it
 /// now. Empty when there is nothing to check or everything matches. Uses the default device
-/// ([`DEFAULT_MP`] multiprocessors).
+/// ([`DEFAULT_MP`] multiprocessors) and the default memory cap.
 pub fn stale_metadata_findings(call: &KvCacheCall) -> Vec<Hazard> {
-    stale_metadata_findings_on(call, DEFAULT_MP)
+    stale_metadata_findings_on(call, DEFAULT_MP, DEFAULT_MEMORY_CAP)
 }
 
-/// [`stale_metadata_findings`] for a device with `mp` multiprocessors.
-pub fn stale_metadata_findings_on(call: &KvCacheCall, mp: usize) -> Vec<Hazard> {
+/// [`stale_metadata_findings`] for a device with `mp` multiprocessors, reading the call's integer
+/// tensors only while they fit in `memory_cap` bytes (beyond it the metadata is reported
+/// unchecked).
+pub fn stale_metadata_findings_on(call: &KvCacheCall, mp: usize, memory_cap: usize) -> Vec<Hazard> {
     let unchecked = |why: String| vec![Hazard::new(H_SCHED_UNCHECKED, &[why])];
     let passed = call
         .passed("scheduler_metadata")
@@ -445,7 +447,7 @@ pub fn stale_metadata_findings_on(call: &KvCacheCall, mp: usize) -> Vec<Hazard> 
         return Vec::new();
     }
     // The checks read integers only: a server's KV pool would be over any cap.
-    let tensors = match materialise_index_tensors(call, DEFAULT_MEMORY_CAP) {
+    let tensors = match materialise_index_tensors(call, memory_cap) {
         Ok(t) => t,
         Err(e) => return unchecked(e.to_string()),
     };
