@@ -10,8 +10,10 @@ Per call:
   outcome  : accepted/rejected agree (shadow "accepted" = returned from the wrapper; calls that end
              in mate's MLA C++ dispatch are counted apart: their C++ checks were not executed)
   class    : both rejected with the same exception class
-  message  : str(exc) equal byte for byte ("prefix": the registry declares the site's message a
-             prefix of str(exc) and the shadow's message starts with it, e.g. a build log follows)
+  message  : str(exc) equal byte for byte, or as the registry declares the site's message
+             (`message_match`): "prefix", the shadow's message starts with it (e.g. a build log
+             follows); "pattern", each `{*}` in it stands for any text (a signature or type name as
+             the installed library prints it) and the rest is byte for byte
 Disagreements are grouped by (tool verdict + site, shadow verdict + raising upstream line).
 """
 from __future__ import annotations
@@ -19,7 +21,10 @@ from __future__ import annotations
 import argparse
 import collections
 import json
+import re
 from pathlib import Path
+
+ANY_TEXT = "{*}"
 
 def read_specs(path: Path):
     text = path.read_text()
@@ -37,7 +42,14 @@ def versioned(document: dict, path) -> dict:
     return document
 
 
-def verdict(tool: dict, shadow: dict, prefix_sites: set) -> dict:
+def pattern_matches(pattern: str, text: str) -> bool:
+    """Whether `text` is `pattern` with each `{*}` standing for any run of text (as fa3conform's
+    `MessageMatch::Pattern`)."""
+    pieces = (re.escape(p) for p in pattern.split(ANY_TEXT))
+    return re.fullmatch("(?s:.*?)".join(pieces), text) is not None
+
+
+def verdict(tool: dict, shadow: dict, prefix_sites: set, pattern_sites: set) -> dict:
     t = tool["profiles"]["musa"]
     v = {"tool_outcome": t["outcome"], "tool_exception": t.get("exception"), "tool_message": t.get("message"),
          "tool_site": t.get("site"), "shadow_outcome": shadow["outcome"],
@@ -60,6 +72,8 @@ def verdict(tool: dict, shadow: dict, prefix_sites: set) -> dict:
     v["message_prefix"] = (v["class_agree"] and not v["message_exact"]
                            and t.get("site") in prefix_sites
                            and sm.startswith(tm) and not sm[len(tm):len(tm) + 1].isdigit())
+    v["message_pattern"] = (v["class_agree"] and not v["message_exact"]
+                            and t.get("site") in pattern_sites and pattern_matches(tm, sm))
     return v
 
 
@@ -97,6 +111,7 @@ def main(argv=None):
     args = ap.parse_args(argv)
     sites = versioned(json.loads(args.sites.read_text()), args.sites)["sites"]
     prefix_sites = {s["id"] for s in sites if s["message_match"] == "prefix"}
+    pattern_sites = {s["id"] for s in sites if s["message_match"] == "pattern"}
     args.out.mkdir(parents=True, exist_ok=True)
     rows = []
     for name, specs_p, shadow_p, certify_p in args.set:
@@ -108,7 +123,7 @@ def main(argv=None):
         for i, (spec, s, t) in enumerate(zip(specs, shadow, tool)):
             if t["id"] != spec.get("id", "") or s["id"] != spec.get("id", ""):
                 raise SystemExit(f"{name}[{i}]: ids differ: spec {spec.get('id')!r} certify {t['id']!r} shadow {s['id']!r}")
-            v = verdict(t, s, prefix_sites)
+            v = verdict(t, s, prefix_sites, pattern_sites)
             v.update(set=name, index=i, id=spec.get("id", ""))
             v["_spec"] = spec
             v["_shadow"] = s
@@ -128,6 +143,7 @@ def main(argv=None):
                 c["class_agree"] += v["class_agree"]
                 c["message_exact"] += v["message_exact"]
                 c["message_prefix"] += v["message_prefix"]
+                c["message_pattern"] += v["message_pattern"]
             if v["status"] == "mla_boundary":
                 c["mla_boundary_tool_accepted"] += v["tool_outcome"] == "accepted"
                 c["mla_boundary_tool_rejected_at_mla_cxx_site"] += v["tool_outcome"] == "rejected" and (v["tool_site"] or "").startswith("musa.MLA")
@@ -145,7 +161,7 @@ def main(argv=None):
     for v in rows:
         if v["status"] == "skipped":
             continue
-        if v["status"] == "compared" and (v["message_exact"] or v["message_prefix"]
+        if v["status"] == "compared" and (v["message_exact"] or v["message_prefix"] or v["message_pattern"]
                                           or (v["outcome_agree"] and v["tool_outcome"] == "accepted")):
             continue
         if v["status"] == "mla_boundary" and v["outcome_agree"]:
