@@ -2,13 +2,17 @@
 //! rows) it can read or write, so that the bundle of a server's call takes megabytes where the
 //! pool takes gigabytes.
 //!
-//! What the call touches, as the device reads it: sequence `b` reads keys `0 .. L_b`, `L_b` being
-//! `cache_seqlens[b]` (the capacity without it) plus the keys it appends, rounded up to whole key
-//! blocks (the device loads a block's keys even where the mask hides them; the slim call keeps
-//! [`MAX_KEY_BLOCK`] − 1 keys past `L_b`, a whole block of any tile size) and capped at the
-//! sequence's capacity; it writes the appended keys inside that range. With a page table those
-//! keys live in pages `page_table[r_b][0 .. ceil(L_b / page_size)]`, without one in cache row
-//! `r_b`; `r_b` is `cache_batch_idx[b]`, or `b`. A cache without a page table is slimmed only with
+//! What the call touches, as the MUSA device reads it (docs/musa-device.md D3, D5): sequence `b`'s
+//! keys are cache positions `P_b .. L_b`, `P_b` its `cache_leftpad` (0 without), `L_b` its
+//! `cache_seqlens` (the capacity without it) plus the keys it appends; the device loads whole key
+//! blocks of the call's `tile_n` from `P_b`, so it reads positions up to
+//! `P_b + ceil((L_b − P_b) / tile_n) · tile_n`, and writes the appended keys inside that range. With
+//! a page table the positions live in pages `page_table[r_b][0 .. ceil(end / page_size)]`, and a
+//! block that runs past the row's capacity reads on into the following rows' entries (robust loads:
+//! entry 0 past the table); without one in cache row `r_b`, and past its capacity in row `r_b + 1`
+//! where the load path is the LSU one (`cache_leftpad` given; TME zero-fills instead). `r_b` is
+//! `cache_batch_idx[b]`, or `b`. For a call `musa` rejects no tile is known and [`MAX_KEY_BLOCK`], the
+//! largest of any stack, is taken. A cache without a page table is slimmed only with
 //! `cache_batch_idx` (without it the stacks require one cache row per sequence).
 //!
 //! The slim call holds those rows in ascending order of their pool index: `k_cache`/`v_cache` get
@@ -20,6 +24,8 @@
 
 use crate::call::{Dims, KvCacheCall, Param, PyValue, TensorArg, TensorValues};
 use crate::tensor::RowOrigins;
+use crate::validate::Profile;
+use crate::validate::profiles::MUSA;
 use std::collections::BTreeSet;
 
 /// A call rewritten to hold some rows of its pool.
@@ -35,6 +41,13 @@ pub struct SlimCall {
 /// The largest key block (`kBlockN`) of FA3's forward tiles (`tile_size_fwd_sm90`, fp8 with head
 /// dimension 128: 224); mate's tiles are no larger.
 pub const MAX_KEY_BLOCK: usize = 224;
+
+/// The key block the MUSA device loads `call`'s keys in.
+fn key_block(call: &KvCacheCall) -> usize {
+    MUSA.validate(call)
+        .resolved()
+        .map_or(MAX_KEY_BLOCK, |r| r.tile_n.max(1))
+}
 
 fn int_values(call: &KvCacheCall, name: &str) -> Option<Vec<i64>> {
     call.tensors()
@@ -97,28 +110,39 @@ pub fn slim(call: &KvCacheCall) -> Option<SlimCall> {
     } else {
         None
     };
+    let leftpad = match bound.tensor(Param::CacheLeftpad) {
+        Some(_) => Some(int_values(call, "cache_leftpad")?),
+        None => None,
+    };
+    let block = key_block(call);
     let mut touched = BTreeSet::new();
     for b in 0..dims.batch_size {
-        let read = usize::try_from(seqlens[b]).ok()?.checked_add(new[b])?;
-        if read > dims.seqlen_k {
+        let last = usize::try_from(seqlens[b]).ok()?.checked_add(new[b])?;
+        if last > dims.seqlen_k {
             return None;
         }
-        let read = if read == 0 {
-            0
-        } else {
-            (read + MAX_KEY_BLOCK - 1).min(dims.seqlen_k)
+        let first = match &leftpad {
+            Some(p) => usize::try_from(*p.get(b)?).ok()?,
+            None => 0,
+        };
+        let end = match last.checked_sub(first) {
+            None | Some(0) => 0,
+            Some(keys) => first.checked_add(keys.div_ceil(block) * block)?,
         };
         let row = usize::try_from(kv_rows[b]).ok()?;
         match &table {
             Some(table) => {
-                let entries =
-                    table.get(row * dims.pages_per_seq..(row + 1) * dims.pages_per_seq)?;
-                for &page in &entries[..read.div_ceil(dims.page_size)] {
+                let start = row.checked_mul(dims.pages_per_seq)?;
+                for entry in start..start.checked_add(end.div_ceil(dims.page_size))? {
+                    let page = table.get(entry).copied().unwrap_or(0);
                     touched.insert(usize::try_from(page).ok().filter(|&p| p < pool_rows)?);
                 }
             }
             None if row < pool_rows => {
                 touched.insert(row);
+                if end > dims.seqlen_k && leftpad.is_some() && row + 1 < pool_rows {
+                    touched.insert(row + 1);
+                }
             }
             None => return None,
         }
@@ -176,6 +200,8 @@ mod tests {
         pages_per_seq: usize,
         spare_rows: usize,
         lengths: Vec<usize>,
+        /// `cache_leftpad` of each sequence (only without a page table, as the stacks require).
+        leftpad: Option<Vec<usize>>,
         appended: usize,
         seqlen_q: usize,
         causal: bool,
@@ -188,7 +214,8 @@ mod tests {
             prop::sample::select(vec![16usize, 64]),
             1usize..=6,
             0usize..=6,
-            prop::collection::vec(0.0f64..=1.0, 1..=3),
+            prop::collection::vec((0.0f64..=1.0, 0.0f64..=1.0), 1..=3),
+            any::<bool>(),
             0usize..=2,
             1usize..=2,
             any::<bool>(),
@@ -201,22 +228,30 @@ mod tests {
                     pages_per_seq,
                     spare_rows,
                     fill,
+                    padded,
                     appended,
                     seqlen_q,
                     causal,
                     seed,
                 )| {
                     let capacity = page_size * pages_per_seq;
-                    let lengths = fill
+                    let lengths: Vec<usize> = fill
                         .iter()
-                        .map(|f| ((capacity - appended) as f64 * f) as usize)
+                        .map(|(f, _)| ((capacity - appended) as f64 * f) as usize)
                         .collect();
+                    let leftpad = (padded && !paged).then(|| {
+                        fill.iter()
+                            .zip(&lengths)
+                            .map(|((_, p), &l)| (l as f64 * p) as usize)
+                            .collect()
+                    });
                     PoolCall {
                         paged,
                         page_size,
                         pages_per_seq,
                         spare_rows,
                         lengths,
+                        leftpad,
                         appended,
                         seqlen_q,
                         causal,
@@ -260,6 +295,10 @@ mod tests {
             call.set("cache_seqlens", ints(&[b], lengths))
                 .set("causal", PyValue::Bool(self.causal))
                 .set("return_softmax_lse", PyValue::Bool(true));
+            if let Some(leftpad) = &self.leftpad {
+                let leftpad = leftpad.iter().map(|&p| p as i64).collect();
+                call.set("cache_leftpad", ints(&[b], leftpad));
+            }
             if self.appended > 0 {
                 call.set("k", t(&[b, self.appended, hk, d]))
                     .set("v", t(&[b, self.appended, hk, d]));
@@ -358,11 +397,14 @@ mod tests {
         assert_eq!(verdict_records(&s.call, CAP), verdict_records(&call, CAP));
         let bundle = bundle_for(&call, musa, CAP, Pools::Slim);
         assert_eq!(bundle.skipped, None);
-        // 100 keys (and up to a block of 224 more) are 6 pages of table row 0; 3 keys (+ 224) are
-        // 4 pages of row 1, all page 0. Pages the call never reads point at row 0.
+        // mate loads this call's keys in blocks of 64 (bf16, head dim 128): 100 keys are 2 blocks,
+        // pages 9000 and 5 of table row 0; 3 keys are one block, page 0 of row 1. Pages the call
+        // never reads point at row 0.
+        let resolved = musa.validate(&call);
+        assert_eq!(resolved.resolved().map(|r| r.tile_n), Some(64));
         let pool = bundle.pool.as_ref().unwrap();
         assert_eq!(pool.pool_rows, pages);
-        assert_eq!(pool.rows, [0, 4, 5, 8, 17, 9000, 23000]);
+        assert_eq!(pool.rows, [0, 5, 9000]);
         let table = bundle
             .call
             .passed("page_table")
@@ -370,14 +412,43 @@ mod tests {
             .as_tensor()
             .unwrap();
         let mut expected = vec![0i64; 64];
-        expected[..6].copy_from_slice(&[5, 2, 4, 6, 1, 3]);
+        expected[..2].copy_from_slice(&[2, 1]);
         assert_eq!(table.int_values(), Some(expected));
-        assert_eq!(bundle.inputs["k_cache"].shape, [7, 64, 4, 128]);
+        assert_eq!(bundle.inputs["k_cache"].shape, [3, 64, 4, 128]);
         assert!(bundle.expected.is_some(), "musa accepts the call");
         let whole = bundle_for(&call, musa, CAP, Pools::Whole);
         assert!(
             whole.skipped.unwrap().contains("over the cap"),
             "the whole pool is over the cap"
         );
+    }
+
+    #[test]
+    fn a_key_block_past_the_capacity_reads_the_following_entries_of_the_table() {
+        let ints = |shape: &[usize], values: Vec<i64>| {
+            PyValue::Tensor(TensorArg::with_ints(Dtype::Int32, shape, values))
+        };
+        let mut call = KvCacheCall::default();
+        call.set("q", PyValue::tensor(Dtype::Bfloat16, &[2, 1, 8, 128]))
+            .set(
+                "k_cache",
+                PyValue::tensor(Dtype::Bfloat16, &[40, 16, 4, 128]),
+            )
+            .set(
+                "v_cache",
+                PyValue::tensor(Dtype::Bfloat16, &[40, 16, 4, 128]),
+            )
+            .set("cache_seqlens", ints(&[2], vec![40, 5]))
+            .set("page_table", ints(&[2, 3], vec![7, 3, 30, 12, 20, 21]));
+        let musa = profiles::by_name("musa").unwrap();
+        assert_eq!(musa.validate(&call).resolved().map(|r| r.tile_n), Some(64));
+        // Capacity 48 (3 pages of 16). Sequence 0's one block of 64 reads positions 0..64: its
+        // own 3 pages and the next row's first entry (12); sequence 1's reads row 1's 3 pages and
+        // one entry past the table, which the device's robust load gives as page 0.
+        let s = slim(&call).expect("slims");
+        assert_eq!(s.rows["k_cache"], [0, 3, 7, 12, 20, 21, 30]);
+        let table = s.call.passed("page_table").unwrap().as_tensor().unwrap();
+        assert_eq!(table.int_values(), Some(vec![2, 1, 6, 3, 4, 5]));
+        assert_eq!(verdict_records(&s.call, CAP), verdict_records(&call, CAP));
     }
 }
