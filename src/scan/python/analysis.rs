@@ -9,7 +9,7 @@
 //! argument; the resolver ([`crate::scan::resolve`]) decides later, across files, which ones do.
 
 use super::literal;
-use super::value::{CallId, ClassId, DictValue, FunctionId, Param, Partial, Value, Values};
+use super::value::{CallId, ClassId, DictValue, FunctionId, Param, Partial, Truth, Value, Values};
 use super::{
     ArgKind, Argument, CallSite, ClassInfo, FileAnalysis, FunctionInfo, ImportRecord, Interest,
     ModuleName, Params, Span, Unpacking,
@@ -41,6 +41,7 @@ pub fn analyse(root: Node, source: &str, module: &ModuleName, interest: &Interes
         enclosing: Rc::new(Vec::new()),
         self_of: None,
         dead: false,
+        truths: Vec::new(),
     };
     analyser.block(root, &mut scope);
     let mut next = 0;
@@ -68,6 +69,8 @@ struct Scope {
     self_of: Option<(ClassId, String)>,
     /// In a branch that never runs.
     dead: bool,
+    /// Names whose truth value the enclosing `if`/`elif`/`else` arms establish here.
+    truths: Vec<Truth>,
 }
 
 impl Scope {
@@ -161,7 +164,24 @@ impl<'s, 't> Analyser<'s, 't> {
                 .or_default()
                 .join(&values);
         }
+        scope.truths.retain(|t| t.name != name);
         scope.env.insert(name.to_string(), values);
+    }
+
+    /// The truth an `if` condition establishes in its arm when it is a name or `not name`.
+    fn truth_of(&self, condition: Node<'t>) -> Option<Truth> {
+        match (condition.kind(), named_children(condition).as_slice()) {
+            ("identifier", _) => Some(Truth {
+                name: self.text(condition).to_string(),
+                truthy: true,
+            }),
+            ("not_operator", [operand]) => self.truth_of(*operand).map(|t| Truth {
+                truthy: !t.truthy,
+                ..t
+            }),
+            ("parenthesized_expression", [inner]) => self.truth_of(*inner),
+            _ => None,
+        }
     }
 
     /// What `name` refers to here: this scope, the enclosing functions, the module, star imports,
@@ -557,6 +577,10 @@ impl<'s, 't> Analyser<'s, 't> {
         }
         let before = scope.env.clone();
         let outer_dead = scope.dead;
+        let outer_truths = scope.truths.clone();
+        // What the arms so far leave known in the ones after them (`if flag: ... else:` runs its
+        // `else` where `flag` is falsy).
+        let mut later_truths = outer_truths.clone();
         let mut outcomes = Vec::new();
         // An earlier condition known to be true: the later arms never run.
         let mut decided = false;
@@ -575,6 +599,16 @@ impl<'s, 't> Analyser<'s, 't> {
                 }
             };
             scope.dead = outer_dead || truth == Some(false);
+            scope.truths = later_truths.clone();
+            if let Some(established) = condition.and_then(|c| self.truth_of(c)) {
+                later_truths.retain(|t| t.name != established.name);
+                later_truths.push(Truth {
+                    truthy: !established.truthy,
+                    ..established.clone()
+                });
+                scope.truths.retain(|t| t.name != established.name);
+                scope.truths.push(established);
+            }
             self.block(body, scope);
             if truth != Some(false) {
                 outcomes.push(std::mem::take(&mut scope.env));
@@ -582,6 +616,7 @@ impl<'s, 't> Analyser<'s, 't> {
             decided |= truth == Some(true);
         }
         scope.dead = outer_dead;
+        scope.truths = outer_truths;
         if !decided && !else_taken {
             outcomes.push(before.clone());
         }
@@ -849,6 +884,7 @@ impl<'s, 't> Analyser<'s, 't> {
             enclosing: pending.enclosing,
             self_of: None,
             dead: info.dead,
+            truths: Vec::new(),
         };
         let function = pending.id;
         for (i, (name, _)) in params
@@ -912,6 +948,7 @@ impl<'s, 't> Analyser<'s, 't> {
             enclosing: scope.chain_for_nested(),
             self_of: None,
             dead: scope.dead,
+            truths: Vec::new(),
         };
         if let Some(body) = node.child_by_field_name("body") {
             self.block(body, &mut body_scope);
@@ -1124,20 +1161,22 @@ impl<'s, 't> Analyser<'s, 't> {
         for item in named_children(node) {
             match item.kind() {
                 "pair" => {
-                    let key = item
-                        .child_by_field_name("key")
-                        .map(|k| (k, self.eval(k, scope, depth)));
+                    let key = item.child_by_field_name("key");
+                    let by_truth = key.and_then(|k| self.keys_by_truth(k, scope));
+                    let keys = match by_truth {
+                        Some(_) => None,
+                        None => key.map(|k| self.eval(k, scope, depth)),
+                    };
                     let value = item
                         .child_by_field_name("value")
                         .map_or_else(Values::unknown, |v| self.eval(v, scope, depth));
-                    match key.as_ref().and_then(|(_, k)| string_keys(k)) {
-                        Some(keys) => {
-                            let at = item
-                                .child_by_field_name("value")
-                                .map_or(Span::of(item), Span::of);
-                            dict.set_one_of(keys, value, at)
-                        }
-                        None => dict.open = true,
+                    let at = item
+                        .child_by_field_name("value")
+                        .map_or(Span::of(item), Span::of);
+                    match (by_truth, keys.as_ref().and_then(string_keys)) {
+                        (Some((name, keys)), _) => dict.set_by_truth(&name, keys, value, at),
+                        (None, Some(keys)) => dict.set_one_of(keys, value, at),
+                        (None, None) => dict.open = true,
                     }
                 }
                 _ => {
@@ -1147,6 +1186,29 @@ impl<'s, 't> Analyser<'s, 't> {
             }
         }
         Values::one(Value::Dict(Box::new(dict)))
+    }
+
+    /// `"a" if name else "b"` (or `not name`) as a dict key whose condition the scan cannot
+    /// decide here: the name and the keys set where it is truthy and where it is falsy.
+    fn keys_by_truth(&mut self, key: Node<'t>, scope: &mut Scope) -> Option<(String, [String; 2])> {
+        let [then, condition, otherwise] = named_children(key).try_into().ok()?;
+        let truth = (key.kind() == "conditional_expression")
+            .then(|| self.truth_of(condition))
+            .flatten()?;
+        if self.eval(condition, scope, 0).truthy().is_some() {
+            return None;
+        }
+        let mut one_key = |node| match string_keys(&self.eval(node, scope, 0))?.as_slice() {
+            [k] => Some(k.clone()),
+            _ => None,
+        };
+        let (then, otherwise) = (one_key(then)?, one_key(otherwise)?);
+        let keys = if truth.truthy {
+            [then, otherwise]
+        } else {
+            [otherwise, then]
+        };
+        Some((truth.name, keys))
     }
 
     fn call(&mut self, node: Node<'t>, scope: &mut Scope, depth: usize) -> Values {
@@ -1331,7 +1393,14 @@ impl<'s, 't> Analyser<'s, 't> {
                 }
                 _ => (ArgKind::Positional, arg),
             };
-            let values = self.eval(value, scope, depth);
+            let mut values = self.eval(value, scope, depth);
+            if kind == ArgKind::UnpackMapping {
+                for value in values.iter_mut() {
+                    if let Value::Dict(dict) = value {
+                        **dict = dict.assuming(&scope.truths);
+                    }
+                }
+            }
             args.push(Argument {
                 kind,
                 values,

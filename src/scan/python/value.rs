@@ -91,6 +91,16 @@ pub struct DictEntry {
     pub certain: bool,
     /// The value expression the key was set to.
     pub at: Span,
+    /// Set only where a name has this truth value (`{"a" if flag else "b": x}`), when that is
+    /// all that decides it.
+    pub when: Option<Truth>,
+}
+
+/// A name known to be truthy or falsy: what `if name:` / `if not name:` establish in their arms.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Truth {
+    pub name: String,
+    pub truthy: bool,
 }
 
 impl DictValue {
@@ -111,12 +121,14 @@ impl DictValue {
                 entry.values = values;
                 entry.certain = true;
                 entry.at = at;
+                entry.when = None;
             }
             None => self.entries.push(DictEntry {
                 key,
                 values,
                 certain: true,
                 at,
+                when: None,
             }),
         }
     }
@@ -138,6 +150,50 @@ impl DictValue {
         }
     }
 
+    /// `{(a if name else b): v}`: `a` set where `name` is truthy, `b` where it is falsy. A key
+    /// already present joins the value and keeps its certainty, under no condition.
+    pub fn set_by_truth(&mut self, name: &str, keys: [String; 2], values: Values, at: Span) {
+        for (key, truthy) in keys.into_iter().zip([true, false]) {
+            match self.entries.iter_mut().find(|e| e.key == key) {
+                Some(entry) => {
+                    entry.values.join(&values);
+                    entry.when = None;
+                }
+                None => self.entries.push(DictEntry {
+                    key,
+                    values: values.clone(),
+                    certain: false,
+                    at,
+                    when: Some(Truth {
+                        name: name.to_string(),
+                        truthy,
+                    }),
+                }),
+            }
+        }
+    }
+
+    /// The dict where the names of `known` have those truth values: a key set under a condition
+    /// that holds is certain, one set under a condition that fails is absent.
+    pub fn assuming(&self, known: &[Truth]) -> DictValue {
+        let mut dict = self.clone();
+        dict.entries.retain_mut(|entry| {
+            let Some(when) = &entry.when else {
+                return true;
+            };
+            match known.iter().find(|k| k.name == when.name) {
+                Some(k) if k.truthy == when.truthy => {
+                    entry.certain = true;
+                    entry.when = None;
+                    true
+                }
+                Some(_) => false,
+                None => true,
+            }
+        });
+        dict
+    }
+
     pub fn remove(&mut self, key: &str) {
         self.entries.retain(|e| e.key != key);
         if self.base.is_some() && !self.removed.iter().any(|k| k == key) {
@@ -152,14 +208,21 @@ impl DictValue {
                 Some(theirs) => {
                     entry.values.join(&theirs.values);
                     entry.certain &= theirs.certain;
+                    if entry.when != theirs.when {
+                        entry.when = None;
+                    }
                 }
-                None => entry.certain = false,
+                None => {
+                    entry.certain = false;
+                    entry.when = None;
+                }
             }
         }
         for theirs in &other.entries {
             if !self.entries.iter().any(|e| e.key == theirs.key) {
                 self.entries.push(DictEntry {
                     certain: false,
+                    when: None,
                     ..theirs.clone()
                 });
             }
