@@ -4,7 +4,9 @@
 //! (softmax of a few scores, a mean of a few values), never produced by the reference itself.
 
 use fa3conform::call::{Dtype, KvCacheCall, PyValue, TensorArg, TensorValues};
-use fa3conform::reference::{Precision, RefError, RefOutput, Stack, run};
+use fa3conform::reference::{
+    ContextParallel, Precision, RefError, RefOutput, Stack, run, run_on_rank,
+};
 use fa3conform::tensor::materialise;
 
 const BF16: Dtype = Dtype::Bfloat16;
@@ -601,4 +603,53 @@ fn rotated_keys_and_queries_are_rounded_to_bf16() {
         exact(&c).lse.iter().copied(),
         &[f64::NEG_INFINITY, 0.7578125],
     );
+}
+
+/// Context parallelism, worked by hand: five keys with values 1, 2, 6, 3, 5 at global positions
+/// 0..5 over two ranks (rank 0 holds 0, 2, 4; rank 1 holds 1, 3), zero queries, two causal rows
+/// at global positions 3 and 4. Each rank averages the values it may attend; combining the two
+/// by their lse gives the average over the whole sequence.
+#[test]
+fn a_context_parallel_rank_attends_its_keys_at_their_global_positions() {
+    let rank_call = |values: &[f64]| {
+        let n = values.len();
+        let mut c = call(
+            floats(BF16, &[1, 2, 1, 1], &[0.0, 0.0]),
+            floats(BF16, &[1, n, 1, 1], &vec![0.25; n]),
+            floats(BF16, &[1, n, 1, 1], values),
+        );
+        c.set("cache_seqlens", ints(&[1], &[n as i64]))
+            .set("causal", PyValue::Bool(true));
+        c
+    };
+    let rank = |rank, values: &[f64]| {
+        let c = rank_call(values);
+        let tensors = materialise(&c, 1 << 20).expect("materialises");
+        let cp = ContextParallel {
+            world_size: 2,
+            rank,
+            tot_seqused_k: vec![5],
+        };
+        run_on_rank(&c, &tensors, &cp, Precision::Exact).expect("evaluates")
+    };
+    let (r0, r1) = (rank(0, &[1.0, 6.0, 5.0]), rank(1, &[2.0, 3.0]));
+    // row 0 (global 3): rank 0 sees 1, 6; rank 1 sees 2, 3. Row 1 (global 4): 1, 6, 5 and 2, 3.
+    assert_close(r0.out.iter().copied(), &[3.5, 4.0]);
+    assert_close(r0.lse.iter().copied(), &[2f64.ln(), 3f64.ln()]);
+    assert_close(r1.out.iter().copied(), &[2.5, 2.5]);
+    assert_close(r1.lse.iter().copied(), &[2f64.ln(), 2f64.ln()]);
+    // combined: (2·3.5 + 2·2.5) / 4 = 3 = mean(1, 2, 6, 3); (3·4 + 2·2.5) / 5 = 17/5
+    let combined = |a: f64, la: f64, b: f64, lb: f64| {
+        let l = (la.exp() + lb.exp()).ln();
+        (a * (la - l).exp() + b * (lb - l).exp(), l)
+    };
+    let row0 = combined(3.5, 2f64.ln(), 2.5, 2f64.ln());
+    let row1 = combined(4.0, 3f64.ln(), 2.5, 2f64.ln());
+    assert_close(
+        [row0.0, row0.1, row1.0, row1.1],
+        &[3.0, 4f64.ln(), 3.4, 5f64.ln()],
+    );
+    // the whole sequence in one call agrees
+    let whole = exact(&rank_call(&[1.0, 2.0, 6.0, 3.0, 5.0]));
+    assert_close(whole.out.iter().copied(), &[3.0, 3.4]);
 }

@@ -142,7 +142,7 @@ pub fn attend_group(
     hk: usize,
 ) -> Result<GroupResult, RefError> {
     let batch = &p.batches[b];
-    let (sq, sk) = (batch.seqlen_q, batch.seqlen_k());
+    let sq = batch.seqlen_q;
     let ops = operands(p, new, b, hk)?;
     let rows = ops.q.nrows();
     let group = p.group_size();
@@ -154,8 +154,7 @@ pub fn attend_group(
     let round = |x: f64| if low { round_to(work, x) } else { x };
     for r0 in (0..rows).step_by(ROW_BLOCK) {
         let r1 = (r0 + ROW_BLOCK).min(rows);
-        let ranges: Vec<(usize, usize)> =
-            (r0..r1).map(|r| p.mask.key_range(r % sq, sq, sk)).collect();
+        let ranges: Vec<(usize, usize)> = (r0..r1).map(|r| p.key_range(b, r % sq)).collect();
         let Some(c0) = ranges.iter().filter(|(lo, hi)| lo < hi).map(|r| r.0).min() else {
             continue;
         };

@@ -101,6 +101,53 @@ pub fn resolve(stack: Stack, request: MaskRequest, sizes: StaticSizes) -> Resolv
     }
 }
 
+/// One rank's share of a context-parallel call (mate's FA3 wrapper's `cp_world_size`, `cp_rank`,
+/// `cp_tot_seqused_k`; musa-fa3.md §2.2). The rank's cache holds the keys `rank`, `rank + W`,
+/// `rank + 2W`, ... of each sequence of `tot_seqused_k[b]` keys: local key `j` is global key
+/// `j·W + rank` (MooreThreads/mate@3f58cc3e include/mate/attention/fmha/mask.hpp:L122-L131,
+/// L162-L177; seqlen.hpp:L136-L141 reads the total per batch). The query rows are the sequence's
+/// last `sq` positions, so the causal limit is global: row `i` attends global keys
+/// `g ≤ i + tot − sq`, and no rank attends `g ≥ tot` (mask.hpp:L169-L175). The rank returns the
+/// attention over its own keys and their lse; combining the ranks' results by their lse gives the
+/// attention over the whole sequence (`_combine_cp_partials`, mate/testing/flash_attn.py:L921-L950).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ContextParallel {
+    pub world_size: usize,
+    pub rank: usize,
+    /// Every sequence's key count over all ranks, per batch.
+    pub tot_seqused_k: Vec<usize>,
+}
+
+impl ContextParallel {
+    /// The keys `[0, hi)` row `i` of batch `b` (`sq` rows, `sk` local keys) attends to under
+    /// `mask`: the local keys whose global position the mask admits. Only `Full` and `Causal`
+    /// masks exist here: mate refuses a local mask with context parallelism (F-39).
+    pub fn key_range(
+        &self,
+        mask: Mask,
+        b: usize,
+        i: usize,
+        sq: usize,
+        sk: usize,
+    ) -> (usize, usize) {
+        let (world, rank) = (self.world_size as i64, self.rank as i64);
+        let tot = self.tot_seqused_k[b] as i64;
+        // the number of local keys j with j·W + rank ≤ last
+        let through = |last: i64| {
+            if last < rank {
+                0
+            } else {
+                (last - rank) / world + 1
+            }
+        };
+        let mut hi = (sk as i64).min(through(tot - 1));
+        if mask == Mask::Causal {
+            hi = hi.min(through(i as i64 + tot - sq as i64));
+        }
+        (0, hi.max(0) as usize)
+    }
+}
+
 impl Mask {
     /// The keys `[lo, hi)` row `i` of a batch with `sq` rows and `sk` keys attends to (empty when
     /// `lo == hi`).
@@ -188,6 +235,32 @@ mod tests {
         let r = resolve(Stack::Fa3, request(false, -1, -1, 8), s);
         assert!(matches!(r.mask, Mask::Local { chunk: 8, .. }));
         assert!(r.rotary_positions_advance);
+    }
+
+    /// Worked by hand from mask.hpp's rule `g = j·W + r`, masked when `g > i + tot − sq` or
+    /// `g ≥ tot`.
+    #[test]
+    fn a_rank_attends_its_keys_at_their_global_positions() {
+        // 7 keys over 3 ranks: rank 1 holds global keys 1 and 4 (local 0, 1); rank 0 holds 0, 3, 6
+        let cp = |rank| ContextParallel {
+            world_size: 3,
+            rank,
+            tot_seqused_k: vec![7],
+        };
+        // 2 query rows at global positions 5 and 6
+        assert_eq!(cp(1).key_range(Mask::Causal, 0, 0, 2, 2), (0, 2));
+        assert_eq!(cp(0).key_range(Mask::Causal, 0, 0, 2, 3), (0, 2));
+        assert_eq!(cp(0).key_range(Mask::Causal, 0, 1, 2, 3), (0, 3));
+        // 4 query rows at 3..7: row 0 sees global 0..=3, so rank 1 only its key 1 (not 4), rank 2
+        // only its key 2 (not 5)
+        assert_eq!(cp(1).key_range(Mask::Causal, 0, 0, 4, 2), (0, 1));
+        assert_eq!(cp(2).key_range(Mask::Causal, 0, 0, 4, 2), (0, 1));
+        // 8 query rows (more than keys): row 0 is at global −1 and sees nothing
+        assert_eq!(cp(0).key_range(Mask::Causal, 0, 0, 8, 3), (0, 0));
+        // without causality every local key below the total; a cache longer than its share
+        // is cut at the total (rank 2's third key would be global 8)
+        assert_eq!(cp(2).key_range(Mask::Full, 0, 0, 1, 3), (0, 2));
+        assert_eq!(cp(1).key_range(Mask::Full, 0, 0, 1, 1), (0, 1));
     }
 
     #[test]

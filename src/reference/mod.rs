@@ -22,6 +22,10 @@
 //! * Rows no kernel writes — of a packed `q`, rows no `cu_seqlens_q` segment covers; on MUSA,
 //!   packed rows of a segment longer than `max_seqlen_q` past the grid's m-blocks (D2, D5) — get
 //!   `out = 0`, `lse = −inf` and are marked [`RefOutput::unspecified`]: nothing defines them.
+//! * One rank of a context-parallel call through mate's FA3 wrapper ([`run_on_rank`]): local key
+//!   `j` is global key `j·W + rank` of a sequence of `cp_tot_seqused_k[b]` keys, the query rows its
+//!   last positions; the rank's out and lse cover its own keys ([`ContextParallel`],
+//!   docs/spec/mate-context-parallel.md).
 //! * MUSA's MLA branch (`qv` width 512 with `q` width 64) ignores append, rotary, window, chunk,
 //!   softcap, sinks, leftpad and `cache_batch_idx`, and lays lse out as `(b, seqlen_q, h)`.
 //!
@@ -33,7 +37,7 @@ mod attend;
 pub mod mask;
 mod resolve;
 
-pub use mask::Mask;
+pub use mask::{ContextParallel, Mask};
 
 use crate::call::{Dtype, KvCacheCall, LseLayout};
 use crate::numeric::round_to;
@@ -143,7 +147,21 @@ pub fn run(
     stack: Stack,
     precision: Precision,
 ) -> Result<RefOutput, RefError> {
-    let problem = Problem::resolve(call, tensors, stack, precision)?;
+    let problem = Problem::resolve(call, tensors, stack, precision, None)?;
+    evaluate(&problem)
+}
+
+/// Evaluates `call` as one rank of a context-parallel call through mate's FA3 wrapper, on MUSA:
+/// the attention of each query row over the rank's keys, placed at their global positions
+/// ([`ContextParallel`]), with its lse over those keys. `call` is in the canonical signature (the
+/// context-parallel arguments are `cp`).
+pub fn run_on_rank(
+    call: &KvCacheCall,
+    tensors: &Tensors,
+    cp: &ContextParallel,
+    precision: Precision,
+) -> Result<RefOutput, RefError> {
+    let problem = Problem::resolve(call, tensors, Stack::Musa, precision, Some(cp))?;
     evaluate(&problem)
 }
 

@@ -1,7 +1,7 @@
 //! From a call and its tensors to a [`Problem`]: every size, per-batch length, flag and view the
 //! evaluation needs, validated so that evaluation itself cannot index out of range.
 
-use super::mask::{self, Mask, MaskRequest, StaticSizes};
+use super::mask::{self, ContextParallel, Mask, MaskRequest, StaticSizes};
 use super::{Precision, RefError, Stack};
 use crate::call::{BoundArgs, Dims, Dtype, KvCacheCall, LseLayout, Param, PyValue};
 use crate::mate::{self, ResolvedMask, Tiles};
@@ -199,6 +199,9 @@ pub struct Problem<'a> {
     /// rows no tile writes (docs/musa-device.md D1, D5). `None` for other stacks, mate's MLA branch
     /// and head dims mate has no kernel for.
     pub tiles: Option<Tiles>,
+    /// One rank of a context-parallel call through mate's FA3 wrapper (`None` on the MLA branch,
+    /// which ignores it).
+    pub context_parallel: Option<ContextParallel>,
 }
 
 /// `(k_cache, v_cache)` after the append.
@@ -698,12 +701,30 @@ fn mate_tiles(args: &BoundArgs, dims: &Dims, mask: Mask) -> Option<Tiles> {
     Some(Tiles::new(&config, group, resolved))
 }
 
+/// `cp` checked against what a rank's call can mean: mate refuses a zero world size (F-36) and a
+/// local mask (F-39), and the kernel reads a total for every batch.
+fn rank_of(cp: &ContextParallel, mask: Mask, batch: usize) -> Result<ContextParallel, RefError> {
+    if cp.world_size == 0 || matches!(mask, Mask::Local { .. }) {
+        return Err(unevaluable(
+            "context parallelism needs cp_world_size > 0 and a full or causal mask",
+        ));
+    }
+    if cp.tot_seqused_k.len() < batch {
+        return Err(unevaluable(format!(
+            "cp_tot_seqused_k has {} elements, the call {batch} sequences",
+            cp.tot_seqused_k.len()
+        )));
+    }
+    Ok(cp.clone())
+}
+
 impl<'a> Problem<'a> {
     pub fn resolve(
         call: &KvCacheCall,
         tensors: &'a Tensors,
         stack: Stack,
         precision: Precision,
+        context_parallel: Option<&ContextParallel>,
     ) -> Result<Problem<'a>, RefError> {
         let args = call.bind_canonical().map_err(RefError::Binding)?;
         let dims = Dims::of(&args).map_err(|e| unevaluable(e.0))?;
@@ -778,6 +799,10 @@ impl<'a> Problem<'a> {
             (Stack::Musa, false) => mate_tiles(&args, &dims, resolved.mask),
             _ => None,
         };
+        let context_parallel = match context_parallel {
+            Some(cp) if !mla => Some(rank_of(cp, resolved.mask, b)?),
+            _ => None,
+        };
         let lse_layout = match (dims.varlen_q, mla) {
             (true, _) => LseLayout::HeadTotal,
             (false, true) => LseLayout::BatchSeqHead,
@@ -814,7 +839,18 @@ impl<'a> Problem<'a> {
             mask: resolved.mask,
             empty_kv,
             tiles,
+            context_parallel,
         })
+    }
+
+    /// The keys `[lo, hi)` row `i` of batch `b` attends to.
+    pub fn key_range(&self, b: usize, i: usize) -> (usize, usize) {
+        let batch = &self.batches[b];
+        let (sq, sk) = (batch.seqlen_q, batch.seqlen_k());
+        match &self.context_parallel {
+            Some(cp) => cp.key_range(self.mask, b, i, sq, sk),
+            None => self.mask.key_range(i, sq, sk),
+        }
     }
 
     pub fn group_size(&self) -> usize {
