@@ -331,6 +331,7 @@ pub fn call(point: GridPoint, rng: &mut Rng) -> UpstreamCall {
     };
     UpstreamCall {
         call,
+        other_ranks: Vec::new(),
         description: format!("{p:?}"),
     }
 }

@@ -25,8 +25,11 @@
 //! - metadata: `get_scheduler_metadata` with the call's own arguments whenever num_splits >= 0
 //!   (always, on these grids; mate's test L1210-L1237, the wrapper's L318-L340).
 //! - the call: keywords only; mate's test passes `learnable_sink=None` and, with
-//!   cp_world_size > 1, one call per rank with `cp_world_size`, `cp_rank`, `cp_tot_seqused_k` on
-//!   rank-local caches (L1124-L1183); the wrapper's passes `sinks=None, s_aux=None`.
+//!   cp_world_size > 1, one call per rank with `cp_world_size`, `cp_rank`, `cp_tot_seqused_k` (the
+//!   global key lengths) on rank-local caches and lengths, its metadata computed for them
+//!   (L1124-L1183, [`rank_local_layout`]), then combines the ranks' outputs by their lse
+//!   (`_combine_cp_partials`, mate/testing/flash_attn.py:L921-L950) and compares with the
+//!   attention over the whole cache; the wrapper's test passes `sinks=None, s_aux=None`.
 
 use super::{GridPoint, Rng, UpstreamCall, int_tensor, randperm};
 use crate::call::{Dtype, KvCacheCall, MetadataArgsSpec, PyValue, TensorArg};
@@ -181,35 +184,85 @@ impl Test {
         }
     }
 
-    /// The call the test makes at `point`. With cp_world_size > 1 the test makes one call per
-    /// rank on rank-local caches; this is rank 0's with the whole caches, which only says which
-    /// context-parallel arguments it passes (such a case needs the mate profile and is not
-    /// checked).
+    /// The calls the test makes at `point`: one, or with cp_world_size > 1 one per rank on its
+    /// rank-local caches, rank 0's first.
     pub fn call(self, point: GridPoint, rng: &mut Rng) -> UpstreamCall {
         let params = self.params(point.0);
         let Params {
             cp_world_size,
+            page_size,
+            seq_lens,
+            num_heads: (_, heads_k),
+            headdim,
+            ..
+        } = params;
+        let batch = seq_lens.len();
+        let lengths_k: Vec<i64> = seq_lens.iter().map(|&(_, k)| k as i64).collect();
+        let max_k = seq_lens.iter().map(|&(_, k)| k).max().unwrap_or(0);
+        let pages = max_k.div_ceil(page_size) * batch * 3;
+        let cache = TensorArg::new(Dtype::Bfloat16, &[pages, page_size, heads_k, headdim]);
+        let page_table = int_tensor(Dtype::Int32, &[batch, pages / batch], randperm(pages, rng));
+        let mut calls: Vec<KvCacheCall> = if cp_world_size == 1 {
+            let layout = KvLayout {
+                cache,
+                page_table,
+                lengths_k,
+            };
+            vec![self.rank_call(&params, layout, None)]
+        } else {
+            (0..cp_world_size)
+                .map(|rank| {
+                    let layout = rank_local_layout(&params, &lengths_k, rank, rng);
+                    let cp = ContextParallel {
+                        world_size: cp_world_size,
+                        rank,
+                        tot_seqused_k: lengths_k.clone(),
+                    };
+                    self.rank_call(&params, layout, Some(cp))
+                })
+                .collect()
+        };
+        let call = calls.remove(0);
+        UpstreamCall {
+            call,
+            other_ranks: calls,
+            description: format!("{params:?}"),
+        }
+    }
+
+    /// The call with the caches `layout` describes, keywords in the test's order.
+    fn rank_call(
+        self,
+        params: &Params,
+        layout: KvLayout,
+        cp: Option<ContextParallel>,
+    ) -> KvCacheCall {
+        let Params {
             num_splits,
             pack_gqa,
             learnable_sink,
             varlen_q,
             mask,
-            page_size,
             seq_lens,
+            page_size,
             num_heads: (heads_q, heads_k),
             headdim,
-        } = params;
+            ..
+        } = *params;
+        let KvLayout {
+            cache,
+            page_table,
+            lengths_k,
+        } = layout;
         let causal = mask == Mask::Causal;
         let window = match mask {
             Mask::Window(left, right) => Some([left, right]),
             Mask::Full | Mask::Causal => None,
         };
-
         let batch = seq_lens.len();
         let lengths_q: Vec<i64> = seq_lens.iter().map(|&(q, _)| q as i64).collect();
-        let lengths_k: Vec<i64> = seq_lens.iter().map(|&(_, k)| k as i64).collect();
         let max_q = seq_lens.iter().map(|&(q, _)| q).max().unwrap_or(0);
-        let max_k = seq_lens.iter().map(|&(_, k)| k).max().unwrap_or(0);
+        let max_k = lengths_k.iter().copied().max().unwrap_or(0).max(0) as usize;
         let total_q: usize = seq_lens.iter().map(|&(q, _)| q).sum();
         let cu_seqlens_q: Vec<i64> = std::iter::once(0)
             .chain(lengths_q.iter().scan(0, |sum, len| {
@@ -217,9 +270,6 @@ impl Test {
                 Some(*sum)
             }))
             .collect();
-        let pages = max_k.div_ceil(page_size) * batch * 3;
-        let cache = TensorArg::new(Dtype::Bfloat16, &[pages, page_size, heads_k, headdim]);
-        let page_table = int_tensor(Dtype::Int32, &[batch, pages / batch], randperm(pages, rng));
         let seqlens = |values: &[i64]| {
             PyValue::Tensor(int_tensor(Dtype::Int32, &[values.len()], values.to_vec()))
         };
@@ -261,7 +311,9 @@ impl Test {
             ("k_cache", PyValue::Tensor(cache.clone())),
             ("v_cache", PyValue::Tensor(cache)),
         ];
-        if cp_world_size == 1 {
+        // the call with context parallelism passes fewer keywords (L1165-L1183)
+        let all_keywords = cp.is_none();
+        if all_keywords {
             keywords.extend([
                 ("k", PyValue::None),
                 ("v", PyValue::None),
@@ -271,7 +323,7 @@ impl Test {
             ]);
         }
         keywords.push(("cache_seqlens", seqlens(&lengths_k)));
-        if cp_world_size == 1 {
+        if all_keywords {
             keywords.extend([
                 ("cache_batch_idx", PyValue::None),
                 ("cache_leftpad", PyValue::None),
@@ -286,11 +338,11 @@ impl Test {
             ("page_table", PyValue::Tensor(page_table)),
             ("cu_seqlens_q", cu_seqlens_q),
         ]);
-        if cp_world_size == 1 {
+        if all_keywords {
             keywords.push(("cu_seqlens_k_new", PyValue::None));
         }
         keywords.push(("max_seqlen_q", max_seqlen_q));
-        if cp_world_size == 1 {
+        if all_keywords {
             keywords.extend([
                 ("rotary_seqlens", PyValue::None),
                 ("q_descale", PyValue::None),
@@ -310,7 +362,7 @@ impl Test {
             }
             Test::Wrapper => {}
         }
-        if cp_world_size == 1 {
+        if all_keywords {
             keywords.extend([
                 ("attention_chunk", PyValue::Int(0)),
                 ("softcap", PyValue::Float(0.0)),
@@ -325,27 +377,75 @@ impl Test {
             ("sm_margin", PyValue::Int(0)),
             ("return_softmax_lse", PyValue::Bool(true)),
         ]);
-        match self {
-            Test::Mate if cp_world_size > 1 => keywords.extend([
-                ("cp_world_size", PyValue::Int(cp_world_size as i64)),
-                ("cp_rank", PyValue::Int(0)),
-                ("cp_tot_seqused_k", seqlens(&lengths_k)),
-            ]),
-            Test::Mate | Test::MateAdvance => {}
-            Test::Wrapper => keywords.extend([("sinks", PyValue::None), ("s_aux", PyValue::None)]),
+        if let Some(cp) = cp {
+            keywords.extend([
+                ("cp_world_size", PyValue::Int(cp.world_size as i64)),
+                ("cp_rank", PyValue::Int(cp.rank as i64)),
+                ("cp_tot_seqused_k", seqlens(&cp.tot_seqused_k)),
+            ]);
         }
-        let call = KvCacheCall {
+        if self == Test::Wrapper {
+            keywords.extend([("sinks", PyValue::None), ("s_aux", PyValue::None)]);
+        }
+        KvCacheCall {
             keywords: keywords
                 .into_iter()
                 .map(|(name, value)| (name.to_string(), value))
                 .collect(),
             metadata_args: Some(metadata_args),
             ..KvCacheCall::default()
-        };
-        UpstreamCall {
-            call,
-            description: format!("{params:?}"),
         }
+    }
+}
+
+/// A call's paged caches: the pool, its page table and the key lengths.
+struct KvLayout {
+    cache: TensorArg,
+    page_table: TensorArg,
+    lengths_k: Vec<i64>,
+}
+
+/// The context-parallel arguments of one rank's call.
+struct ContextParallel {
+    world_size: usize,
+    rank: usize,
+    /// The global key lengths (the test's `cache_seqlens`).
+    tot_seqused_k: Vec<i64>,
+}
+
+/// `make_cp_rank_local_paged_kvcache` (mate/testing/flash_attn.py:L953-L1075): rank `rank` holds
+/// the global keys `rank, rank + W, rank + 2W, ...` of each sequence, packed into a fresh pool of
+/// `max_local_pages · batch · 3` pages (`max_local_pages = ceil(max local length / page_size)`,
+/// at least 1) under a page table drawn from one `randperm` of the pool, taken in order for each
+/// sequence's pages; table entries past a sequence's pages stay 0.
+fn rank_local_layout(params: &Params, lengths_k: &[i64], rank: usize, rng: &mut Rng) -> KvLayout {
+    let page = params.page_size;
+    let local: Vec<i64> = lengths_k
+        .iter()
+        .map(|&len| {
+            let past_rank = usize::try_from(len).unwrap_or(0).saturating_sub(rank);
+            past_rank.div_ceil(params.cp_world_size) as i64
+        })
+        .collect();
+    let batch = local.len();
+    let max_local = local.iter().copied().max().unwrap_or(0) as usize;
+    let max_pages = max_local.div_ceil(page).max(1);
+    let pool = max_pages * batch * 3;
+    let order = randperm(pool, rng);
+    let mut table = vec![0i64; batch * max_pages];
+    let mut cursor = order.iter();
+    for (b, &len) in local.iter().enumerate() {
+        for slot in &mut table[b * max_pages..][..(len as usize).div_ceil(page)] {
+            *slot = *cursor
+                .next()
+                .expect("the pool has three times the pages used");
+        }
+    }
+    let (_, heads_k) = params.num_heads;
+    KvLayout {
+        cache: TensorArg::new(Dtype::Bfloat16, &[pool, page, heads_k, params.headdim]),
+        page_table: int_tensor(Dtype::Int32, &[batch, max_pages], table),
+        lengths_k: local,
     }
 }
 
@@ -382,5 +482,45 @@ mod tests {
         assert_eq!(Test::Mate.points().len(), 5760);
         assert_eq!(Test::Wrapper.points().len(), 32);
         assert_eq!(Test::MateAdvance.points().len(), 512);
+    }
+
+    /// Rank `r` of `W` holds `len(range(r, sk, W))` keys of a sequence of `sk`, in a pool of
+    /// three times the pages the longest needs, each sequence's pages distinct.
+    #[test]
+    fn rank_local_caches_hold_every_w_th_key() {
+        let params = Test::Mate.params(0);
+        assert_eq!(params.page_size, 1);
+        let params = Params {
+            cp_world_size: 3,
+            page_size: 4,
+            ..params
+        };
+        let mut rng = <Rng as rand::SeedableRng>::seed_from_u64(0);
+        let lengths = [10, 0, 1, 2];
+        let local = |rank| rank_local_layout(&params, &lengths, rank, &mut rng.clone());
+        assert_eq!(local(0).lengths_k, vec![4, 0, 1, 1]);
+        assert_eq!(local(1).lengths_k, vec![3, 0, 0, 1]);
+        assert_eq!(local(2).lengths_k, vec![3, 0, 0, 0]);
+        let layout = rank_local_layout(&params, &lengths, 0, &mut rng);
+        // ceil(4 / 4) = 1 page per sequence, 1 · 4 · 3 pages
+        assert_eq!(layout.cache.shape, vec![12, 4, 8, 128]);
+        assert_eq!(layout.page_table.shape, vec![4, 1]);
+        let table = layout.page_table.int_values().unwrap();
+        assert_eq!(table[1], 0, "a sequence without keys keeps entry 0");
+        assert_ne!(table[0], table[2]);
+        assert_ne!(table[2], table[3]);
+    }
+
+    #[test]
+    fn context_parallel_points_make_one_call_per_rank() {
+        let point = (0..Test::Mate.points().len())
+            .find(|&p| Test::Mate.params(p).cp_world_size == 4)
+            .unwrap();
+        let mut rng = <Rng as rand::SeedableRng>::seed_from_u64(1);
+        let upstream = Test::Mate.call(GridPoint(point), &mut rng);
+        assert_eq!(upstream.other_ranks.len(), 3);
+        let rank = |call: &KvCacheCall| call.passed("cp_rank").cloned();
+        assert_eq!(rank(&upstream.call), Some(PyValue::Int(0)));
+        assert_eq!(rank(&upstream.other_ranks[2]), Some(PyValue::Int(3)));
     }
 }

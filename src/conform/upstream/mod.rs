@@ -23,12 +23,14 @@
 //! - FA3's test: `fa3` and `sgl-kernel` accept the call with no error-severity hazard; where
 //!   `musa` accepts it too, the modelled MUSA stack's numbers are within the tolerance rule of
 //!   the reference ([`crate::certify::numerics::check`]);
-//! - mate's tests: the call goes through SGLang's wrapper (`musa`) when its arguments can be
-//!   written there — mate's `learnable_sink` is the wrapper's `sinks`, and the arguments SGLang's
-//!   wrapper lacks (`s_aux`, `cp_world_size`, `cp_rank`, `cp_tot_seqused_k`) are left out when
-//!   they hold their defaults — and `musa` accepts it with no error-severity hazard and the
-//!   numbers are within tolerance. A call passing any of those arguments with another value is
-//!   skipped as needing the `mate` profile (issue 15 item 5), never dropped.
+//! - mate's tests: `mate` accepts every call of the grid point (one per rank with context
+//!   parallelism) with no error-severity hazard — a call to `mate.flash_attn_with_kvcache` is
+//!   judged as the same keywords given to mate's FA3 wrapper, which forwards them all by keyword
+//!   and passes its `sinks` on as `learnable_sink` (musa-fa3.md §2.2); and when the call can go
+//!   through SGLang's wrapper — the arguments it lacks (`s_aux`, `cp_world_size`, `cp_rank`,
+//!   `cp_tot_seqused_k`) left out when they hold their defaults — `musa` accepts it too and the
+//!   numbers are within tolerance. Context-parallel calls get no numbers yet: the kernel path
+//!   does not model context parallelism.
 //!
 //! Numbers are computed for calls whose tensors fit [`NUMERICS_MEMORY_CAP`]; a passed case says
 //! whether its numbers were checked and, if not, why.
@@ -58,6 +60,8 @@ pub struct GridPoint(pub usize);
 /// A call as an upstream test makes it, in the signature of the entry point it calls.
 pub struct UpstreamCall {
     pub call: KvCacheCall,
+    /// With context parallelism, the calls of ranks 1.. (`call` is rank 0's), in rank order.
+    pub other_ranks: Vec<KvCacheCall>,
     /// The grid point's parameters, for failure messages.
     pub description: String,
 }
@@ -178,13 +182,13 @@ impl Suite for UpstreamSuite {
         run_case(seed, index, NUMERICS_MEMORY_CAP)
     }
 
-    /// The call as SGLang's wrapper would receive it; mate's own calls that need the mate profile
-    /// are given as the test wrote them.
+    /// The call as SGLang's wrapper would receive it, or, where it cannot (context parallelism),
+    /// as mate's FA3 wrapper receives it.
     fn call(&self, seed: u64, index: usize) -> Option<KvCacheCall> {
         let (test, point) = case_point(seed, index);
         let call = upstream_call(test, point).call;
         let call = numerics::with_described_metadata(&call, DEFAULT_MP).unwrap_or(call);
-        Some(through_sglang(&call).unwrap_or(call))
+        Some(through_sglang(&call).unwrap_or_else(|_| through_mate_wrapper(&call)))
     }
 }
 
@@ -193,7 +197,7 @@ impl Suite for UpstreamSuite {
 fn run_case(seed: u64, index: usize, numerics_cap: usize) -> CaseOutcome {
     let (test, point) = case_point(seed, index);
     let upstream = upstream_call(test, point);
-    let result = match check(TESTS[test].entry, &upstream.call, numerics_cap) {
+    let result = match check(TESTS[test].entry, &upstream, numerics_cap) {
         Ok(result) => result,
         Err(why) => CaseResult::Failed(format!(
             "{why}\nparameters: {}\ncall: {}",
@@ -232,33 +236,39 @@ fn validate(profile: &str, call: &KvCacheCall) -> Verdict {
         .validate(call)
 }
 
-/// Checks one call of a test whose entry point is `entry`.
-fn check(entry: Entry, call: &KvCacheCall, numerics_cap: usize) -> Result<CaseResult, String> {
-    // the metadata tensor mate's tests compute with the call's own arguments
-    let call = match entry {
-        Entry::Fa3 => call.clone(),
-        Entry::Mate => numerics::with_described_metadata(call, DEFAULT_MP)?,
-    };
+/// Checks the calls of one grid point of a test whose entry point is `entry`.
+fn check(entry: Entry, upstream: &UpstreamCall, numerics_cap: usize) -> Result<CaseResult, String> {
     let on_musa = match entry {
         Entry::Fa3 => {
+            let call = &upstream.call;
             for profile in ["fa3", "sgl-kernel"] {
-                accepted(&validate(profile, &call))?;
+                accepted(&validate(profile, call))?;
             }
-            let verdict = validate("musa", &call);
+            let verdict = validate("musa", call);
             if let Some(rejection) = verdict.rejection() {
                 return Ok(CaseResult::Passed(Some(format!(
                     "fa3, sgl-kernel accept; numbers not modelled: musa rejects it ({rejection})"
                 ))));
             }
-            call
+            call.clone()
         }
         Entry::Mate => {
-            let sglang = match through_sglang(&call) {
+            // the metadata tensor mate's tests compute with each call's own arguments
+            let ranks = std::iter::once(&upstream.call)
+                .chain(&upstream.other_ranks)
+                .map(|call| numerics::with_described_metadata(call, DEFAULT_MP))
+                .collect::<Result<Vec<_>, _>>()?;
+            for call in &ranks {
+                accepted(&validate("mate", &through_mate_wrapper(call)))?;
+            }
+            let sglang = match through_sglang(&ranks[0]) {
                 Ok(call) => call,
                 Err(argument) => {
-                    return Ok(CaseResult::Skipped(format!(
-                        "needs the mate profile (issue 15 item 5): {argument}"
-                    )));
+                    return Ok(CaseResult::Passed(Some(format!(
+                        "mate accepts the call of each of {} ranks; numbers not run: the kernel \
+                         path does not model context parallelism ({argument})",
+                        ranks.len()
+                    ))));
                 }
             };
             accepted(&validate("musa", &sglang))?;
@@ -267,7 +277,7 @@ fn check(entry: Entry, call: &KvCacheCall, numerics_cap: usize) -> Result<CaseRe
     };
     let accepted_by = match entry {
         Entry::Fa3 => "fa3, sgl-kernel, musa accept",
-        Entry::Mate => "musa accepts",
+        Entry::Mate => "mate, musa accept",
     };
     let options = MusaOptions {
         memory_cap: numerics_cap,
@@ -311,6 +321,23 @@ fn through_sglang(call: &KvCacheCall) -> Result<KvCacheCall, String> {
         keywords,
         ..call.clone()
     })
+}
+
+/// `call` (made through mate's own entry point or its FA3-compatible wrapper) as mate's FA3
+/// wrapper receives it: mate's `learnable_sink` is the wrapper's `sinks`.
+fn through_mate_wrapper(call: &KvCacheCall) -> KvCacheCall {
+    let keywords = call
+        .keywords
+        .iter()
+        .map(|(name, value)| match name.as_str() {
+            "learnable_sink" => ("sinks".to_string(), value.clone()),
+            _ => (name.clone(), value.clone()),
+        })
+        .collect();
+    KvCacheCall {
+        keywords,
+        ..call.clone()
+    }
 }
 
 /// A tensor of `dtype` and `shape` holding `values`.
@@ -379,6 +406,31 @@ mod tests {
         );
     }
 
+    /// Every context-parallel grid point of mate's test_paged_attn, each rank's call validated
+    /// by `mate` (no numbers: they are the slow part).
+    #[test]
+    fn every_context_parallel_call_of_mates_test_is_accepted_by_mate() {
+        let test = TESTS
+            .iter()
+            .position(|t| t.name == "mate-paged-attn")
+            .unwrap();
+        let mut checked = 0;
+        for &point in grid(test) {
+            let upstream = upstream_call(test, GridPoint(point));
+            if upstream.other_ranks.is_empty() {
+                continue;
+            }
+            for call in std::iter::once(&upstream.call).chain(&upstream.other_ranks) {
+                let call = numerics::with_described_metadata(call, DEFAULT_MP).unwrap();
+                let verdict = validate("mate", &through_mate_wrapper(&call));
+                assert_eq!(accepted(&verdict), Ok(()), "{}", upstream.description);
+                checked += 1;
+            }
+        }
+        // 3840 points, half with 2 ranks and half with 4
+        assert_eq!(checked, 1920 * 2 + 1920 * 4);
+    }
+
     /// A small deterministic sample, six calls of the four tests (seed 1), with numbers for calls up to
     /// 64 MiB so that a debug build runs it in seconds.
     #[test]
@@ -394,15 +446,16 @@ mod tests {
             );
         }
         let note = |i: usize| match &outcomes[i].result {
-            CaseResult::Passed(Some(note)) | CaseResult::Skipped(note) => note.clone(),
+            CaseResult::Passed(Some(note)) => note.clone(),
             other => panic!("{}: {other:?}", outcomes[i].name),
         };
         assert!(outcomes[0].name.starts_with("fa3-kvcache/"));
         assert!(note(0).starts_with("fa3, sgl-kernel accept"), "{}", note(0));
-        // context parallelism is mate's own
+        // context parallelism is mate's own: each rank's call is validated by `mate`
         assert_eq!(
-            outcomes[1].result,
-            CaseResult::Skipped("needs the mate profile (issue 15 item 5): cp_world_size=2".into())
+            note(1),
+            "mate accepts the call of each of 2 ranks; numbers not run: the kernel path does not \
+             model context parallelism (cp_world_size=2)"
         );
         assert!(outcomes[4].name.starts_with("fa3-kvcache/"));
         assert!(note(5).contains("numbers within tolerance"), "{}", note(5));
