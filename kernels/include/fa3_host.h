@@ -86,6 +86,10 @@ typedef struct fa3_fwd_params {
     /* Resolved mask (mate _resolve_mask): window sizes already made finite. */
     int32_t is_causal, is_local;
     int64_t window_left, window_right, attention_chunk;
+    /* Context parallelism (mate's FA3 wrapper; off while cp_world_size <= 1): local key j is
+     * global key j * cp_world_size + cp_rank of cp_tot_seqused_k[b] keys; not with is_local. */
+    int64_t cp_world_size, cp_rank;
+    fa3_index cp_tot_seqused_k;
     float softmax_scale, softcap; /* softcap != 0 enables it */
 
     int32_t pack_gqa;

@@ -94,6 +94,9 @@ fa3_seqlens fa3_seqlens_of(const fa3_fwd_params *params, int64_t batch) {
     s.kv_batch = params->cache_batch_idx.data
                      ? fa3_index_at(&params->cache_batch_idx, batch, "cache_batch_idx")
                      : batch;
+    s.seqlen_k_total = params->cp_world_size > 1
+                           ? fa3_index_at(&params->cp_tot_seqused_k, batch, "cp_tot_seqused_k")
+                           : s.seqlen_k;
     return s;
 }
 

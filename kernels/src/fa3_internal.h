@@ -206,6 +206,7 @@ typedef struct fa3_seqlens {
     int64_t knew_row_base; /* first row of this batch in k_new (varlen new), else 0 */
     int64_t rotary_start;  /* r_b */
     int64_t kv_batch;      /* kvb: cache row / page-table row */
+    int64_t seqlen_k_total; /* keys over all context-parallel ranks (else sk_b) */
 } fa3_seqlens;
 
 fa3_seqlens fa3_seqlens_of(const fa3_fwd_params *params, int64_t batch);

@@ -96,12 +96,25 @@ static void prefetch_row(const fa3_tensor *t, int64_t offset, int64_t count) {
     }
 }
 
-/* Keys [lo, hi) query position `i` may attend to (D.2), with o = sk - sq. */
+/* How many local keys j of a context-parallel rank have global position j * W + rank <= last. */
+static int64_t cp_keys_through(const fa3_fwd_params *params, int64_t last) {
+    return last < params->cp_rank ? 0 : (last - params->cp_rank) / params->cp_world_size + 1;
+}
+
+/* Keys [lo, hi) query position `i` may attend to (D.2), with o = sk - sq. With context parallelism
+ * the limits hold for global positions and o = total - sq (mate mask.hpp L122-L131, L162-L177). */
 static void key_interval(const fa3_fwd_params *params, const fa3_seqlens *s, int64_t i,
                          int64_t *lo, int64_t *hi) {
     int64_t diag = i + s->seqlen_k - s->seqlen_q;
     *lo = 0;
     *hi = s->seqlen_k;
+    if (params->cp_world_size > 1) {
+        *hi = fa3_min64(*hi, cp_keys_through(params, s->seqlen_k_total - 1));
+        if (params->is_causal) {
+            *hi = fa3_min64(*hi, cp_keys_through(params, i + s->seqlen_k_total - s->seqlen_q));
+        }
+        return;
+    }
     if (params->is_causal) {
         *hi = fa3_min64(*hi, diag + 1);
     } else if (params->is_local) {
@@ -128,6 +141,11 @@ static void block_range(const fa3_fwd_params *params, const fa3_seqlens *s, int6
         if (params->is_local && params->attention_chunk > 0) {
             int64_t chunk = params->attention_chunk;
             right = fa3_min64(right, -fa3_floor_div(-(m_max + offset), chunk) * chunk);
+        }
+        if (params->cp_world_size > 1 && params->is_causal) {
+            /* global limit to local keys (block_info.hpp L37-L57) */
+            right = fa3_ceil_div(m_max + s->seqlen_k_total - s->seqlen_q - params->cp_rank,
+                                 params->cp_world_size);
         }
         *n_max = fa3_min64(*n_max, fa3_ceil_div(right, bn));
     }

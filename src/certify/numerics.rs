@@ -6,9 +6,9 @@
 //! low-precision references; the tolerance rule ([`crate::tolerance`]) judges.
 
 use crate::call::{KvCacheCall, PyValue};
-use crate::kernel::KernelError;
+use crate::kernel::{self, KernelError, KernelOptions};
 use crate::musa::{self, InjectionCache, MusaError, MusaOptions};
-use crate::reference::{self, Precision, Stack};
+use crate::reference::{self, ContextParallel, Precision, Stack};
 use crate::scheduler::get_scheduler_metadata;
 use crate::tensor::materialise;
 use crate::tolerance::Report;
@@ -95,6 +95,36 @@ pub fn check(call: &KvCacheCall, cache: &mut InjectionCache, options: &MusaOptio
     match output.judge(&exact, &low) {
         Ok(report) => Numerics::Within(report),
         Err(why) => Numerics::Differs(why),
+    }
+}
+
+/// Runs one rank of a context-parallel call through mate's FA3 wrapper — `call` in the canonical
+/// signature, its context-parallel arguments `cp`, its metadata values given — on the kernel path
+/// and the references ([`reference::run_on_rank`]). The `mate` profile must have accepted it.
+pub fn check_rank(call: &KvCacheCall, cp: &ContextParallel, options: &MusaOptions) -> Numerics {
+    let call = call.returning_lse();
+    let tensors = match materialise(&call, options.memory_cap) {
+        Ok(tensors) => tensors,
+        Err(e) => return Numerics::NotRun(format!("the call's tensors: {e}")),
+    };
+    let kernel_options = KernelOptions {
+        mp: options.mp,
+        memory_cap: options.memory_cap,
+        context_parallel: Some(cp.clone()),
+        ..KernelOptions::default()
+    };
+    let output = match kernel::run(&call, &tensors, &kernel_options) {
+        Ok(output) => output,
+        Err(e @ KernelError::OverCap { .. }) => return Numerics::NotRun(e.to_string()),
+        Err(e) => return Numerics::Differs(format!("the device would not compute this call: {e}")),
+    };
+    let run = |precision| reference::run_on_rank(&call, &tensors, cp, precision);
+    match (run(Precision::Exact), run(Precision::LowPrecision)) {
+        (Ok(exact), Ok(low)) => match output.judge(&exact, &low) {
+            Ok(report) => Numerics::Within(report),
+            Err(why) => Numerics::Differs(why.to_string()),
+        },
+        (Err(e), _) | (_, Err(e)) => Numerics::NotRun(format!("the reference: {e}")),
     }
 }
 

@@ -101,6 +101,9 @@ pub struct fa3_fwd_params {
     pub window_left: i64,
     pub window_right: i64,
     pub attention_chunk: i64,
+    pub cp_world_size: i64,
+    pub cp_rank: i64,
+    pub cp_tot_seqused_k: fa3_index,
     pub softmax_scale: f32,
     pub softcap: f32,
     pub pack_gqa: i32,
@@ -122,7 +125,7 @@ pub struct fa3_fwd_params {
 }
 #[allow(clippy::unnecessary_operation, clippy::identity_op)]
 const _: () = {
-    ["Size of fa3_fwd_params"][::core::mem::size_of::<fa3_fwd_params>() - 1280usize];
+    ["Size of fa3_fwd_params"][::core::mem::size_of::<fa3_fwd_params>() - 1312usize];
     ["Alignment of fa3_fwd_params"][::core::mem::align_of::<fa3_fwd_params>() - 8usize];
     [
         "Offset of field: fa3_fwd_params::q",
@@ -245,59 +248,68 @@ const _: () = {
         "Offset of field: fa3_fwd_params::attention_chunk",
     ][::core::mem::offset_of!(fa3_fwd_params, attention_chunk) - 1128usize];
     [
+        "Offset of field: fa3_fwd_params::cp_world_size",
+    ][::core::mem::offset_of!(fa3_fwd_params, cp_world_size) - 1136usize];
+    [
+        "Offset of field: fa3_fwd_params::cp_rank",
+    ][::core::mem::offset_of!(fa3_fwd_params, cp_rank) - 1144usize];
+    [
+        "Offset of field: fa3_fwd_params::cp_tot_seqused_k",
+    ][::core::mem::offset_of!(fa3_fwd_params, cp_tot_seqused_k) - 1152usize];
+    [
         "Offset of field: fa3_fwd_params::softmax_scale",
-    ][::core::mem::offset_of!(fa3_fwd_params, softmax_scale) - 1136usize];
+    ][::core::mem::offset_of!(fa3_fwd_params, softmax_scale) - 1168usize];
     [
         "Offset of field: fa3_fwd_params::softcap",
-    ][::core::mem::offset_of!(fa3_fwd_params, softcap) - 1140usize];
+    ][::core::mem::offset_of!(fa3_fwd_params, softcap) - 1172usize];
     [
         "Offset of field: fa3_fwd_params::pack_gqa",
-    ][::core::mem::offset_of!(fa3_fwd_params, pack_gqa) - 1144usize];
+    ][::core::mem::offset_of!(fa3_fwd_params, pack_gqa) - 1176usize];
     [
         "Offset of field: fa3_fwd_params::tile_m",
-    ][::core::mem::offset_of!(fa3_fwd_params, tile_m) - 1152usize];
+    ][::core::mem::offset_of!(fa3_fwd_params, tile_m) - 1184usize];
     [
         "Offset of field: fa3_fwd_params::tile_n",
-    ][::core::mem::offset_of!(fa3_fwd_params, tile_n) - 1160usize];
+    ][::core::mem::offset_of!(fa3_fwd_params, tile_n) - 1192usize];
     [
         "Offset of field: fa3_fwd_params::num_splits",
-    ][::core::mem::offset_of!(fa3_fwd_params, num_splits) - 1168usize];
+    ][::core::mem::offset_of!(fa3_fwd_params, num_splits) - 1200usize];
     [
         "Offset of field: fa3_fwd_params::clamp_row_max",
-    ][::core::mem::offset_of!(fa3_fwd_params, clamp_row_max) - 1176usize];
+    ][::core::mem::offset_of!(fa3_fwd_params, clamp_row_max) - 1208usize];
     [
         "Offset of field: fa3_fwd_params::sink_on_empty_rows",
-    ][::core::mem::offset_of!(fa3_fwd_params, sink_on_empty_rows) - 1180usize];
+    ][::core::mem::offset_of!(fa3_fwd_params, sink_on_empty_rows) - 1212usize];
     [
         "Offset of field: fa3_fwd_params::round_p",
-    ][::core::mem::offset_of!(fa3_fwd_params, round_p) - 1184usize];
+    ][::core::mem::offset_of!(fa3_fwd_params, round_p) - 1216usize];
     [
         "Offset of field: fa3_fwd_params::k_reads",
-    ][::core::mem::offset_of!(fa3_fwd_params, k_reads) - 1188usize];
+    ][::core::mem::offset_of!(fa3_fwd_params, k_reads) - 1220usize];
     [
         "Offset of field: fa3_fwd_params::v_reads",
-    ][::core::mem::offset_of!(fa3_fwd_params, v_reads) - 1192usize];
+    ][::core::mem::offset_of!(fa3_fwd_params, v_reads) - 1224usize];
     [
         "Offset of field: fa3_fwd_params::append_dim",
-    ][::core::mem::offset_of!(fa3_fwd_params, append_dim) - 1200usize];
+    ][::core::mem::offset_of!(fa3_fwd_params, append_dim) - 1232usize];
     [
         "Offset of field: fa3_fwd_params::append_dim_v",
-    ][::core::mem::offset_of!(fa3_fwd_params, append_dim_v) - 1208usize];
+    ][::core::mem::offset_of!(fa3_fwd_params, append_dim_v) - 1240usize];
     [
         "Offset of field: fa3_fwd_params::rotary_rows",
-    ][::core::mem::offset_of!(fa3_fwd_params, rotary_rows) - 1216usize];
+    ][::core::mem::offset_of!(fa3_fwd_params, rotary_rows) - 1248usize];
     [
         "Offset of field: fa3_fwd_params::num_splits_dynamic",
-    ][::core::mem::offset_of!(fa3_fwd_params, num_splits_dynamic) - 1224usize];
+    ][::core::mem::offset_of!(fa3_fwd_params, num_splits_dynamic) - 1256usize];
     [
         "Offset of field: fa3_fwd_params::batch_table",
-    ][::core::mem::offset_of!(fa3_fwd_params, batch_table) - 1240usize];
+    ][::core::mem::offset_of!(fa3_fwd_params, batch_table) - 1272usize];
     [
         "Offset of field: fa3_fwd_params::num_m_blocks",
-    ][::core::mem::offset_of!(fa3_fwd_params, num_m_blocks) - 1256usize];
+    ][::core::mem::offset_of!(fa3_fwd_params, num_m_blocks) - 1288usize];
     [
         "Offset of field: fa3_fwd_params::isa",
-    ][::core::mem::offset_of!(fa3_fwd_params, isa) - 1272usize];
+    ][::core::mem::offset_of!(fa3_fwd_params, isa) - 1304usize];
 };
 #[repr(C)]
 #[derive(Debug, Copy, Clone)]

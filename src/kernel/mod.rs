@@ -23,7 +23,7 @@ use crate::call::{Dtype, KvCacheCall};
 use crate::mate::{DEFAULT_MP, SchedulerMetadata};
 use crate::numeric::{e4m3fn_from_f32, e4m3fn_to_f32};
 use crate::parallel;
-use crate::reference::{RefOutput, Stack};
+use crate::reference::{ContextParallel, RefOutput, Stack};
 use crate::tensor::{DEFAULT_MEMORY_CAP, HostTensor, Tensors};
 use crate::tolerance;
 use bindings as ffi;
@@ -94,6 +94,9 @@ pub struct KernelOptions {
     /// candidate tile_m, an int `cache_seqlens` has one entry per batch, only a positive softcap
     /// applies.
     pub stack: Stack,
+    /// One rank of a context-parallel call through mate's FA3 wrapper (the call itself in the
+    /// canonical signature).
+    pub context_parallel: Option<ContextParallel>,
 }
 
 impl Default for KernelOptions {
@@ -104,6 +107,7 @@ impl Default for KernelOptions {
             isa: None,
             memory_cap: DEFAULT_MEMORY_CAP,
             stack: Stack::Musa,
+            context_parallel: None,
         }
     }
 }
@@ -475,6 +479,9 @@ impl Prepared {
             window_left: mask.window_left,
             window_right: mask.window_right,
             attention_chunk: mask.attention_chunk,
+            cp_world_size: plan.context_parallel.as_ref().map_or(1, |cp| cp.0),
+            cp_rank: plan.context_parallel.as_ref().map_or(0, |cp| cp.1),
+            cp_tot_seqused_k: index_view(plan.context_parallel.as_ref().map(|cp| &cp.2)),
             softmax_scale: plan.softmax_scale as f32,
             softcap: plan.softcap as f32,
             pack_gqa: plan.config.pack_gqa as i32,

@@ -31,6 +31,8 @@ pub(super) struct Plan {
     pub num_splits: usize,
     pub out_dtype: Dtype,
     pub conventions: Conventions,
+    /// One rank of a context-parallel call: world size, rank, the total key count per batch.
+    pub context_parallel: Option<(i64, i64, Vec<i32>)>,
 }
 
 impl Plan {
@@ -173,6 +175,7 @@ pub(super) fn plan(
     planner.check_indices()?;
     planner.check_fit(&lengths)?;
     let mask = planner.mask(&lengths)?;
+    let context_parallel = planner.context_parallel(&mask.resolved)?;
     let pack_gqa = match args.get(Param::PackGqa) {
         PyValue::None => None,
         v => v.truthy(),
@@ -217,6 +220,7 @@ pub(super) fn plan(
             q_dtype
         },
         conventions,
+        context_parallel,
     })
 }
 
@@ -507,6 +511,34 @@ impl Planner<'_> {
             chunk,
             resolved,
         })
+    }
+
+    /// The rank's context-parallel arguments as the kernel reads them (none while the world size
+    /// is 1: mate's `enable_cp` is `cp_world_size > 1`).
+    fn context_parallel(
+        &self,
+        mask: &ResolvedMask,
+    ) -> Result<Option<(i64, i64, Vec<i32>)>, KernelError> {
+        let Some(cp) = self.options.context_parallel.as_ref() else {
+            return Ok(None);
+        };
+        if cp.world_size <= 1 {
+            return Ok(None);
+        }
+        ensure(!mask.is_local, || {
+            "mate refuses a local mask with context parallelism (F-39)".into()
+        })?;
+        let fits = |x: usize| i32::try_from(x).ok();
+        let totals: Option<Vec<i32>> = cp.tot_seqused_k.iter().map(|&t| fits(t)).collect();
+        match (totals, fits(cp.world_size), fits(cp.rank)) {
+            (Some(totals), Some(world), Some(rank)) if totals.len() >= self.dims.batch_size => {
+                Ok(Some((i64::from(world), i64::from(rank), totals)))
+            }
+            _ => fail(
+                "cp_tot_seqused_k needs one int32 total per batch, and the world size and \
+                       rank must be int32",
+            ),
+        }
     }
 
     /// mate's kernel configuration (§6.3/§6.4); other stacks' head dims without a mate kernel get

@@ -701,12 +701,20 @@ fn mate_tiles(args: &BoundArgs, dims: &Dims, mask: Mask) -> Option<Tiles> {
     Some(Tiles::new(&config, group, resolved))
 }
 
-/// `cp` checked against what a rank's call can mean: mate refuses a zero world size (F-36) and a
-/// local mask (F-39), and the kernel reads a total for every batch.
-fn rank_of(cp: &ContextParallel, mask: Mask, batch: usize) -> Result<ContextParallel, RefError> {
-    if cp.world_size == 0 || matches!(mask, Mask::Local { .. }) {
+/// `cp` checked against what a rank's call can mean: the kernel turns context parallelism on
+/// for a world size above 1 (`enable_cp`), mate refuses a local mask with it (F-39), and the kernel
+/// reads a total for every batch.
+fn rank_of(
+    cp: &ContextParallel,
+    mask: Mask,
+    batch: usize,
+) -> Result<Option<ContextParallel>, RefError> {
+    if cp.world_size <= 1 {
+        return Ok(None);
+    }
+    if matches!(mask, Mask::Local { .. }) {
         return Err(unevaluable(
-            "context parallelism needs cp_world_size > 0 and a full or causal mask",
+            "mate refuses a local mask with context parallelism (F-39)",
         ));
     }
     if cp.tot_seqused_k.len() < batch {
@@ -715,7 +723,7 @@ fn rank_of(cp: &ContextParallel, mask: Mask, batch: usize) -> Result<ContextPara
             cp.tot_seqused_k.len()
         )));
     }
-    Ok(cp.clone())
+    Ok(Some(cp.clone()))
 }
 
 impl<'a> Problem<'a> {
@@ -800,7 +808,7 @@ impl<'a> Problem<'a> {
             _ => None,
         };
         let context_parallel = match context_parallel {
-            Some(cp) if !mla => Some(rank_of(cp, resolved.mask, b)?),
+            Some(cp) if !mla => rank_of(cp, resolved.mask, b)?,
             _ => None,
         };
         let lse_layout = match (dims.varlen_q, mla) {
