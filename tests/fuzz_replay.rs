@@ -3,6 +3,7 @@
 //! `fuzz-decode`) through the same oracle, so that a regression keeps reproducing its bug when the
 //! decoding of bytes into calls changes.
 
+use fa3conform::bridge::verify::CaseStatus;
 use fa3conform::call::KvCacheCall;
 use fa3conform::fuzzing::oracles::metadata::Change;
 use fa3conform::fuzzing::oracles::verdict::validate_all;
@@ -81,6 +82,29 @@ fn call_spec_corpus_replays() {
         replay("call_spec", harness::call_spec) > 0,
         "the call_spec seed corpus is missing"
     );
+}
+
+#[test]
+fn bundle_corpus_replays() {
+    assert!(
+        replay("bundle", harness::bundle) > 0,
+        "the bundle seed corpus is missing"
+    );
+}
+
+/// The seeds are what a correct device leaves, so the fuzzer starts from bundles `verify` passes.
+#[test]
+fn bundle_seeds_are_judged_matched() {
+    let seeds = read_corpus(&fuzz_dir("corpus", "bundle")).unwrap();
+    assert!(!seeds.is_empty());
+    for (path, bytes) in seeds {
+        let status = harness::judge_bundle_bytes(&bytes);
+        assert!(
+            matches!(status, Ok(CaseStatus::Matched(_))),
+            "{}: {status:?}",
+            path.display()
+        );
+    }
 }
 
 #[test]

@@ -127,9 +127,70 @@ pub fn python_tree(bytes: &[u8]) -> Vec<crate::scan::Source> {
         .collect()
 }
 
+/// The files of an exported and run bundle, in the order of their selector (see [`bundle_files`]).
+pub const BUNDLE_FILES: [&str; 6] = [
+    crate::bridge::bundle::CALL_FILE,
+    crate::bridge::bundle::EXPECTED_JSON,
+    crate::bridge::bundle::INPUTS_FILE,
+    crate::bridge::bundle::EXPECTED_TENSORS,
+    crate::bridge::bundle::RESULT_JSON,
+    crate::bridge::bundle::RESULT_TENSORS,
+];
+
+/// The `bundle` target's case: the files of one bundle folder. `bytes` is a sequence of records,
+/// each a selector byte (the file, [`BUNDLE_FILES`] modulo its length), a little-endian `u32`
+/// length and that many bytes of content (fewer when the input ends); a later record of a file
+/// replaces an earlier one, and a file without a record is absent. Binary safetensors contents
+/// allow no separator byte, hence the lengths.
+pub fn bundle_files(mut bytes: &[u8]) -> Vec<(&'static str, &[u8])> {
+    let mut files: Vec<(&'static str, &[u8])> = Vec::new();
+    while let [selector, l0, l1, l2, l3, rest @ ..] = bytes {
+        let name = BUNDLE_FILES[*selector as usize % BUNDLE_FILES.len()];
+        let len = (u32::from_le_bytes([*l0, *l1, *l2, *l3]) as usize).min(rest.len());
+        let (content, after) = rest.split_at(len);
+        files.retain(|(n, _)| *n != name);
+        files.push((name, content));
+        bytes = after;
+    }
+    files
+}
+
+/// The bytes [`bundle_files`] reads back as `files` (the seed corpus is written with it).
+pub fn bundle_bytes(files: &[(&str, Vec<u8>)]) -> Vec<u8> {
+    let mut bytes = Vec::new();
+    for (name, content) in files {
+        let selector = BUNDLE_FILES
+            .iter()
+            .position(|f| f == name)
+            .unwrap_or_else(|| panic!("{name} is not a bundle file"));
+        bytes.push(selector as u8);
+        bytes.extend((content.len() as u32).to_le_bytes());
+        bytes.extend(content);
+    }
+    bytes
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn bundle_bytes_read_back_as_their_files() {
+        let files = vec![
+            ("call.json", b"{}".to_vec()),
+            ("result.safetensors", vec![0, 1, 2]),
+        ];
+        let bytes = bundle_bytes(&files);
+        let read: Vec<(&str, Vec<u8>)> = bundle_files(&bytes)
+            .into_iter()
+            .map(|(n, c)| (n, c.to_vec()))
+            .collect();
+        assert_eq!(read, files);
+        // A record cut short keeps what is there; a later record replaces an earlier one.
+        let mut bytes = bundle_bytes(&[("call.json", b"{}".to_vec())]);
+        bytes.extend([6, 9, 0, 0, 0, b'[']);
+        assert_eq!(bundle_files(&bytes), [("call.json", &b"["[..])]);
+    }
 
     #[test]
     fn exhausted_input_still_decodes_a_valid_call() {

@@ -3,6 +3,8 @@
 use super::generators::{FuzzCall, InputRng, Target};
 use super::oracles::metadata::{self, Change, Established, PROPERTY_MEMORY_CAP, Subject};
 use super::oracles::{FUZZ_MEMORY_CAP, differential, verdict::validate_all};
+use crate::bridge::BundleError;
+use crate::bridge::verify::{CaseStatus, judge};
 use crate::call::KvCacheCall;
 use crate::spec::{call_to_json, parse_specs};
 use crate::tensor::materialise;
@@ -152,4 +154,52 @@ pub fn scan(bytes: &[u8]) -> bool {
         panic!("scan: {e}");
     }
     result.call_sites > 0 || !result.diagnostics.is_empty()
+}
+
+/// Memory cap of the `bundle` target's reads: small, so that every larger file or tensor
+/// exercises the refusal before allocation.
+pub const BUNDLE_MEMORY_CAP: usize = 1 << 20;
+
+/// The scratch folder of this process's `bundle` cases.
+fn bundle_folder() -> &'static std::path::Path {
+    static FOLDER: std::sync::OnceLock<std::path::PathBuf> = std::sync::OnceLock::new();
+    FOLDER.get_or_init(|| {
+        let dir =
+            std::env::temp_dir().join(format!("fa3conform-fuzz-bundle-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).expect("a scratch folder in the temporary directory");
+        dir
+    })
+}
+
+/// `verify`'s judgement, as the `musa` profile, of the bundle folder whose files `bytes` holds
+/// ([`super::generators::bundle_files`]), read within [`BUNDLE_MEMORY_CAP`] per file.
+pub fn judge_bundle_bytes(bytes: &[u8]) -> Result<CaseStatus, BundleError> {
+    let folder = bundle_folder();
+    for name in super::generators::BUNDLE_FILES {
+        match std::fs::remove_file(folder.join(name)) {
+            Err(e) if e.kind() != std::io::ErrorKind::NotFound => panic!("{name}: {e}"),
+            _ => {}
+        }
+    }
+    for (name, content) in super::generators::bundle_files(bytes) {
+        std::fs::write(folder.join(name), content).expect("the scratch folder is writable");
+    }
+    judge(folder, "musa", BUNDLE_MEMORY_CAP)
+}
+
+/// `bundle`: arbitrary bytes as the files of a bundle folder → the bundle reader and `verify`'s
+/// judgement ([`judge_bundle_bytes`]). Never panics and reads nothing beyond the cap; a bundle it
+/// cannot judge is an error that names a file of the folder. Keeps the inputs that are judged.
+pub fn bundle(bytes: &[u8]) -> bool {
+    match judge_bundle_bytes(bytes) {
+        Ok(_) => true,
+        Err(e) => {
+            let message = e.to_string();
+            assert!(
+                message.contains(&*bundle_folder().to_string_lossy()),
+                "a bundle error names the file: {message}"
+            );
+            false
+        }
+    }
 }
