@@ -71,7 +71,8 @@ pub fn binding_rejection(message: String) -> Rejection {
 pub fn default_scale(s: &mut CudaState) -> Result<(), Fail> {
     let given = s.py(Param::SoftmaxScale);
     if !given.is_none() {
-        s.softmax_scale = given.as_number().unwrap_or(f64::NAN);
+        // What torch's float caster makes of it (`float(x)`; a one-element tensor too).
+        s.softmax_scale = crate::call::python::float(given).unwrap_or(f64::NAN);
         return Ok(());
     }
     let d = python_shape(s.py(Param::Q), -1)?;

@@ -5,7 +5,7 @@
 //! layer and the shared C++ layer ([`super::mha_fwd`]), so that a profile is just a list of layers.
 
 use crate::call::python::{self, Form};
-use crate::call::{BoundArgs, Device, Param, PyValue, Signature, TensorArg};
+use crate::call::{BoundArgs, Device, Dtype, Param, PyValue, Signature, TensorArg};
 use crate::validate::engine::{Fail, HazardLog};
 use crate::validate::py;
 use crate::validate::registry::cuda::*;
@@ -408,29 +408,45 @@ impl SchemaType {
         }
     }
 
-    /// Whether torch converts `value` (cuda-fa3.md A.5: one-element tensors for `int`, Python
-    /// ints for `float` and `bool`; a `bool` is not an `int` here: torch's `THPUtils_checkLong`
-    /// excludes it).
+    /// Whether torch's argument parser converts `value` for a parameter of this type. Tensors and
+    /// `None` for optional types as written; numbers through pybind11's casters with conversion
+    /// on (cuda-fa3.md A.5, as corrected 2026-12-01 against torch 2.15):
+    /// - `bool`: `None` (as False) and any object whose type defines `__bool__` (`nb_bool`; the
+    ///   caster never falls back to a length), which must succeed: numbers, NumPy scalars,
+    ///   one-element tensors;
+    /// - `float`: `PyFloat_AsDouble`, i.e. `__float__` or `__index__`: numbers, NumPy scalars,
+    ///   one-element tensors;
+    /// - `int`: never a `float` instance (a Python float, `np.float64`); otherwise `__index__`,
+    ///   and failing that `int()` of any number (`PyNumber_Long`): ints, bools, NumPy scalars
+    ///   (`np.float32` truncated), one-element tensors of any dtype.
     pub fn accepts(self, value: &PyValue) -> bool {
-        let scalar = |t: &TensorArg| t.numel() == Some(1);
+        let defines_number_slots = matches!(
+            value,
+            PyValue::Bool(_)
+                | PyValue::Int(_)
+                | PyValue::Float(_)
+                | PyValue::Numpy(_)
+                | PyValue::Tensor(_)
+        );
+        let float_instance = matches!(value, PyValue::Float(_))
+            || matches!(value, PyValue::Numpy(n) if n.dtype == Dtype::Float64);
         match (self, value) {
             (
                 SchemaType::OptionalTensor
                 | SchemaType::OptionalInt
                 | SchemaType::OptionalFloat
+                | SchemaType::Bool
                 | SchemaType::OptionalBool,
                 PyValue::None,
             ) => true,
             (SchemaType::Tensor | SchemaType::OptionalTensor, v) => v.as_tensor().is_some(),
-            (SchemaType::Int | SchemaType::OptionalInt, PyValue::Int(_)) => true,
-            (SchemaType::Int | SchemaType::OptionalInt, PyValue::Tensor(t)) => scalar(t),
-            (SchemaType::Float | SchemaType::OptionalFloat, v) => {
-                matches!(v, PyValue::Float(_) | PyValue::Int(_) | PyValue::Bool(_))
-            }
             (SchemaType::Bool | SchemaType::OptionalBool, v) => {
-                matches!(v, PyValue::Bool(_) | PyValue::Int(_))
+                defines_number_slots && python::truth(v).is_ok()
             }
-            _ => false,
+            (SchemaType::Float | SchemaType::OptionalFloat, v) => python::float(v).is_some(),
+            (SchemaType::Int | SchemaType::OptionalInt, v) => {
+                !float_instance && defines_number_slots && python::float(v).is_some()
+            }
         }
     }
 }
@@ -460,7 +476,52 @@ pub struct OpSchema {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::call::{Dtype, NumpyScalar, NumpyValue};
+    use crate::call::{NumpyScalar, NumpyValue, TensorValues};
+
+    /// cuda-fa3.md A.5 as corrected: what torch 2.15 converted or refused on the exact schemas
+    /// (run), and what pybind11's casters give by the same code path (marked "source").
+    #[test]
+    fn torch_casters_convert_what_pybind11_converts() {
+        use PyValue::{Bool, Float, Int, List, None as PyNone, Str};
+        use SchemaType as T;
+        let np = |dtype, value| PyValue::Numpy(NumpyScalar { dtype, value });
+        let tensor = |dtype, shape: &[usize], value: f64| {
+            let mut t = TensorArg::new(dtype, shape);
+            let n = t.numel().unwrap();
+            t.values = Some(TensorValues::Float(vec![value; n]));
+            PyValue::Tensor(t)
+        };
+        let cases = [
+            (T::Bool, PyNone, true),                             // causal=None (run)
+            (T::Bool, Float(0.0), true),                         // causal=0.0 (run)
+            (T::Bool, Float(1.5), true),                         // (run)
+            (T::Bool, tensor(Dtype::Float32, &[1], 1.0), true),  // one element (run)
+            (T::Bool, tensor(Dtype::Float32, &[2], 1.0), false), // __bool__ raises
+            (T::Bool, Str("yes".into()), false),                 // no nb_bool
+            (T::Bool, List(vec![Int(1)]), false),                // no nb_bool
+            (
+                T::OptionalBool,
+                np(Dtype::Bool, NumpyValue::Bool(true)),
+                true,
+            ),
+            (T::Float, tensor(Dtype::Float32, &[], 0.1), true), // softmax_scale (run)
+            (T::Float, Int(1), true),
+            (T::Float, PyNone, false),
+            (T::Float, Str("0.1".into()), false), // no __float__
+            (T::OptionalFloat, PyNone, true),
+            (T::Int, Bool(true), true),  // num_splits=True (run)
+            (T::Int, Float(1.0), false), // a float (run)
+            (T::Int, np(Dtype::Int64, NumpyValue::Int(1)), true), // __index__ (source)
+            (T::Int, np(Dtype::Float64, NumpyValue::Float(1.0)), false), // a float subclass
+            (T::Int, np(Dtype::Float32, NumpyValue::Float(1.5)), true), // int() (source)
+            (T::Int, tensor(Dtype::Float32, &[], 3.0), true), // int() of a 0-d tensor
+            (T::Int, PyNone, false),
+            (T::OptionalInt, PyNone, true),
+        ];
+        for (slot, value, accepted) in cases {
+            assert_eq!(slot.accepts(&value), accepted, "{slot:?} {value:?}");
+        }
+    }
 
     #[test]
     fn window_subscription_raises_what_python_raises() {

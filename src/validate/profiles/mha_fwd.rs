@@ -10,6 +10,7 @@
 //! Site ids follow that section's numbering (`fa3.B-17a` is the first shape check of B.17).
 
 use super::cuda_state::{Arg, CudaState, Flavour, MhaResolution, MhaSizes, SequsedK, ensure};
+use crate::call::python;
 use crate::call::{Device, Dtype, LseLayout, Param, PyValue, TensorArg};
 use crate::hopper::{
     Fa3Layout, MODELLED_ARCH, NUM_SM, ceil_div, num_splits_heuristic, round_up_headdim,
@@ -73,27 +74,26 @@ fn shape(s: &mut CudaState, arg: Arg, expected: &[i64]) -> Result<(), Fail> {
     }
 }
 
-/// An integer argument as the operator converted it: an `int`, or a one-element tensor (whose
-/// value the spec must give; without values it counts as -1, i.e. "unbounded").
+/// An integer argument as the operator converted it (`operator.index`, else `int()`): an `int`,
+/// a NumPy scalar, or a one-element tensor (whose value the spec must give; without values it
+/// counts as -1, i.e. "unbounded").
 pub fn op_int(value: &PyValue) -> i64 {
     match value {
-        PyValue::Int(i) => *i,
-        PyValue::Bool(b) => *b as i64,
-        PyValue::Float(f) => *f as i64,
-        PyValue::Tensor(t) => t
-            .int_values()
-            .and_then(|v| v.first().copied())
-            .unwrap_or(-1),
-        _ => 0,
+        PyValue::Tensor(t) if t.values.is_none() => -1,
+        _ => python::index(value)
+            .or_else(|| python::float(value).map(|x| x as i64))
+            .unwrap_or(0),
     }
 }
 
+/// The C++ values torch's casters give the operator (the argument-type check admitted `value`):
+/// `float(x)`, `bool(x)`.
 fn op_float(value: &PyValue) -> f64 {
-    value.as_number().unwrap_or(0.0)
+    python::float(value).unwrap_or(0.0)
 }
 
 fn op_bool(value: &PyValue) -> bool {
-    value.truthy().unwrap_or(false)
+    python::truth(value).unwrap_or(false)
 }
 
 /// The C++ `int` a 64-bit value is truncated to when stored in `Flash_fwd_params`.
