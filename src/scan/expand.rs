@@ -12,6 +12,11 @@ use std::collections::HashMap;
 
 /// Wrappers of wrappers deeper than this are not followed.
 const MAX_DEPTH: usize = 8;
+/// Steps (entry points, partials, wrappers reached) one call site's walk may take: wrappers that
+/// call wrappers many times each would otherwise take time exponential in the nesting. Real
+/// wrappers forward one to three calls, a few levels deep (a few dozen steps); adversarial code
+/// reaches the cap (the scan fuzz target did) and has the paths past it left out.
+const MAX_STEPS: usize = 256;
 
 /// Longest source text kept for an argument.
 const MAX_TEXT: usize = 120;
@@ -76,6 +81,14 @@ pub struct Expander<'a> {
     pub displays: &'a [String],
 }
 
+/// Where one call site's walk through partials and wrappers stands.
+struct Walk {
+    depth: usize,
+    /// The wrappers the walk is inside, outermost first.
+    wrappers: Vec<(usize, FunctionId)>,
+    steps_left: usize,
+}
+
 impl<'a> Expander<'a> {
     /// Every way the call at `file` reaches an entry point (none when it does not).
     pub fn expand(&self, file: usize, call: &CallSite) -> Vec<EffectiveCall> {
@@ -92,7 +105,20 @@ impl<'a> Expander<'a> {
             file,
             callee: call.callee_span,
         };
-        self.reach(file, &call.callee, args, &at, Vec::new(), 0, &mut out);
+        let mut walk = Walk {
+            depth: 0,
+            wrappers: Vec::new(),
+            steps_left: MAX_STEPS,
+        };
+        self.reach(
+            file,
+            &call.callee,
+            args,
+            &at,
+            Vec::new(),
+            &mut walk,
+            &mut out,
+        );
         out
     }
 
@@ -104,13 +130,17 @@ impl<'a> Expander<'a> {
         args: Vec<EffectiveArg>,
         at: &Place,
         via: Vec<String>,
-        depth: usize,
+        walk: &mut Walk,
         out: &mut Vec<EffectiveCall>,
     ) {
-        if depth > MAX_DEPTH {
+        if walk.depth > MAX_DEPTH {
             return;
         }
         for target in self.resolver.targets(file, callee) {
+            if walk.steps_left == 0 {
+                return;
+            }
+            walk.steps_left -= 1;
             match target {
                 Target::Entry(entry) => {
                     let call = EffectiveCall {
@@ -141,14 +171,23 @@ impl<'a> Expander<'a> {
                     let mut via = via.clone();
                     via.push(format!("`functools.partial` at {place}"));
                     let merged = merge_partial(bound, args.clone());
-                    self.reach(pf, &partial.func, merged, at, via, depth + 1, out);
+                    walk.depth += 1;
+                    self.reach(pf, &partial.func, merged, at, via, walk, out);
+                    walk.depth -= 1;
                 }
+                // A wrapper already on the way (recursion) reaches nothing it has not reached.
+                Target::Wrapper { file: wf, function }
+                    if walk.wrappers.contains(&(wf, function)) => {}
                 Target::Wrapper { file: wf, function } => {
                     let analysis = self.resolver.file(wf).analysis;
                     let info = &analysis.functions[function];
                     let place = self.place(wf, info.span);
                     let mut via = via.clone();
                     via.push(format!("wrapper `{}` at {place}", info.name));
+                    walk.depth += 1;
+                    walk.wrappers.push((wf, function));
+                    // Inner calls that become the same call once substituted are walked once.
+                    let mut walked: Vec<(&Values, Vec<EffectiveArg>)> = Vec::new();
                     for &inner in &info.calls {
                         let inner = &analysis.calls[inner];
                         if inner.dead || self.resolver.targets(wf, &inner.callee).is_empty() {
@@ -156,16 +195,15 @@ impl<'a> Expander<'a> {
                         }
                         let substituted =
                             self.substitute(wf, function, inner, args.clone(), at, &place);
-                        self.reach(
-                            wf,
-                            &inner.callee,
-                            substituted,
-                            at,
-                            via.clone(),
-                            depth + 1,
-                            out,
-                        );
+                        let key = (&inner.callee, substituted);
+                        if walked.contains(&key) {
+                            continue;
+                        }
+                        self.reach(wf, key.0, key.1.clone(), at, via.clone(), walk, out);
+                        walked.push(key);
                     }
+                    walk.wrappers.pop();
+                    walk.depth -= 1;
                 }
             }
         }

@@ -139,3 +139,48 @@ fn carriage_return_only_files_parse() {
     assert_eq!(result.diagnostics[0].start.line, 3);
     assert_eq!(result.call_sites, 1);
 }
+
+#[test]
+fn wrappers_that_call_themselves_or_fan_out_are_walked_in_bounded_time() {
+    // The scan fuzz target's 30-minute campaign hung on a wrapper named like the entry point whose
+    // body called itself a hundred times: every call walked 100^8 paths through it.
+    let dir = tempfile::tempdir().unwrap();
+    let recursive = format!(
+        "from sgl_kernel.flash_attn import flash_attn_with_kvcache as _fa\n\n\
+         def flash_attn_with_kvcache(*args, **kwargs):\n{}    return _fa(*args, **kwargs)\n\n\
+         def decode(q, k, v, cu, md):\n    \
+         return flash_attn_with_kvcache(q, k, v, cu_seqlens_q=cu, scheduler_metadata=md, ver=2)\n",
+        "    flash_attn_with_kvcache(*args, **kwargs)\n".repeat(100)
+    );
+    // Four wrappers (named like the entry point, as the scan requires of wrappers), each calling
+    // the next thirty times with distinct values of its own keyword: 30^4 paths, cut by the
+    // walk's step budget.
+    let wrapper = |level: usize| format!("flash_attn_with_kvcache_{level}");
+    let mut fan_out = String::from(IMPORT);
+    let keywords = ["softcap", "num_splits", "sm_margin", "attention_chunk"];
+    for (level, keyword) in keywords.iter().enumerate() {
+        fan_out += &format!("\ndef {}(q, k, v, **kw):\n", wrapper(level));
+        for i in 0..30 {
+            let next = wrapper(level + 1);
+            fan_out += &format!("    {next}(q, k, v, {keyword}={i}, **kw)\n");
+        }
+    }
+    fan_out += &format!(
+        "\ndef {}(q, k, v, **kw):\n    return flash_attn_with_kvcache(q, k, v, **kw)\n\n\
+         def decode(q, k, v):\n    return {}(q, k, v, ver=2)\n",
+        wrapper(4),
+        wrapper(0)
+    );
+    for (name, source) in [("recursive.py", recursive), ("fan_out.py", fan_out)] {
+        let path = write(dir.path(), name, &source);
+        let result = scan_paths(&[path], &Selection::default()).unwrap();
+        assert!(
+            result
+                .diagnostics
+                .iter()
+                .any(|d| d.rule == Rule::VerNotThree),
+            "{name}: the ver=2 call is still found through the wrappers: {:?}",
+            result.diagnostics
+        );
+    }
+}
