@@ -160,15 +160,23 @@ pub fn scan(bytes: &[u8]) -> bool {
 /// exercises the refusal before allocation.
 pub const BUNDLE_MEMORY_CAP: usize = 1 << 20;
 
-/// The scratch folder of this process's `bundle` cases.
-fn bundle_folder() -> &'static std::path::Path {
-    static FOLDER: std::sync::OnceLock<std::path::PathBuf> = std::sync::OnceLock::new();
-    FOLDER.get_or_init(|| {
-        let dir =
-            std::env::temp_dir().join(format!("fa3conform-fuzz-bundle-{}", std::process::id()));
-        std::fs::create_dir_all(&dir).expect("a scratch folder in the temporary directory");
-        dir
-    })
+/// The scratch folder of this thread's `bundle` cases (test threads replay corpora side by side).
+fn bundle_folder() -> std::path::PathBuf {
+    use std::sync::atomic::{AtomicUsize, Ordering};
+    static NEXT: AtomicUsize = AtomicUsize::new(0);
+    thread_local! {
+        static FOLDER: std::path::PathBuf = {
+            let name = format!(
+                "fa3conform-fuzz-bundle-{}-{}",
+                std::process::id(),
+                NEXT.fetch_add(1, Ordering::Relaxed)
+            );
+            let dir = std::env::temp_dir().join(name);
+            std::fs::create_dir_all(&dir).expect("a scratch folder in the temporary directory");
+            dir
+        };
+    }
+    FOLDER.with(Clone::clone)
 }
 
 /// `verify`'s judgement, as the `musa` profile, of the bundle folder whose files `bytes` holds
@@ -184,7 +192,7 @@ pub fn judge_bundle_bytes(bytes: &[u8]) -> Result<CaseStatus, BundleError> {
     for (name, content) in super::generators::bundle_files(bytes) {
         std::fs::write(folder.join(name), content).expect("the scratch folder is writable");
     }
-    judge(folder, "musa", BUNDLE_MEMORY_CAP)
+    judge(&folder, "musa", BUNDLE_MEMORY_CAP)
 }
 
 /// `bundle`: arbitrary bytes as the files of a bundle folder → the bundle reader and `verify`'s
