@@ -192,6 +192,11 @@ mod tests {
     /// The memory cap of every bundle these tests write.
     const CAP: usize = 1 << 30;
 
+    /// An int32 tensor argument holding `values`.
+    fn ints(shape: &[usize], values: Vec<i64>) -> PyValue {
+        PyValue::Tensor(TensorArg::with_ints(Dtype::Int32, shape, values))
+    }
+
     /// A decode or append call on a pool with pages (or cache rows) it never touches.
     #[derive(Debug, Clone)]
     struct PoolCall {
@@ -265,9 +270,6 @@ mod tests {
         fn call(&self) -> KvCacheCall {
             let (b, hk, d) = (self.lengths.len(), 2, 64);
             let t = |shape: &[usize]| PyValue::tensor(Dtype::Bfloat16, shape);
-            let ints = |shape: &[usize], values: Vec<i64>| {
-                PyValue::Tensor(TensorArg::with_ints(Dtype::Int32, shape, values))
-            };
             let mut call = KvCacheCall {
                 id: "pool".into(),
                 seed: self.seed,
@@ -376,9 +378,6 @@ mod tests {
             seed: 1,
             ..KvCacheCall::default()
         };
-        let ints = |shape: &[usize], values: Vec<i64>| {
-            PyValue::Tensor(TensorArg::with_ints(Dtype::Int32, shape, values))
-        };
         let mut table = vec![0i64; 64];
         table[..11].copy_from_slice(&[9000, 5, 17, 23000, 4, 8, 15, 16, 42, 108, 7]);
         call.set("q", PyValue::tensor(Dtype::Bfloat16, &[2, 1, 8, 128]))
@@ -425,9 +424,6 @@ mod tests {
 
     #[test]
     fn a_key_block_past_the_capacity_reads_the_following_entries_of_the_table() {
-        let ints = |shape: &[usize], values: Vec<i64>| {
-            PyValue::Tensor(TensorArg::with_ints(Dtype::Int32, shape, values))
-        };
         let mut call = KvCacheCall::default();
         call.set("q", PyValue::tensor(Dtype::Bfloat16, &[2, 1, 8, 128]))
             .set(

@@ -522,22 +522,19 @@ impl Planner<'_> {
         let Some(cp) = self.options.context_parallel.as_ref() else {
             return Ok(None);
         };
-        if cp.world_size <= 1 {
+        let Some(cp) = cp
+            .applied(mask.is_local, self.dims.batch_size)
+            .map_err(KernelError::Rejected)?
+        else {
             return Ok(None);
-        }
-        ensure(!mask.is_local, || {
-            "mate refuses a local mask with context parallelism (F-39)".into()
-        })?;
+        };
         let fits = |x: usize| i32::try_from(x).ok();
         let totals: Option<Vec<i32>> = cp.tot_seqused_k.iter().map(|&t| fits(t)).collect();
         match (totals, fits(cp.world_size), fits(cp.rank)) {
-            (Some(totals), Some(world), Some(rank)) if totals.len() >= self.dims.batch_size => {
+            (Some(totals), Some(world), Some(rank)) => {
                 Ok(Some((i64::from(world), i64::from(rank), totals)))
             }
-            _ => fail(
-                "cp_tot_seqused_k needs one int32 total per batch, and the world size and \
-                       rank must be int32",
-            ),
+            _ => fail("cp_tot_seqused_k, the world size and the rank must be int32"),
         }
     }
 

@@ -119,6 +119,25 @@ pub struct ContextParallel {
 }
 
 impl ContextParallel {
+    /// The share as the kernel applies it to a call of `batch` sequences: none while the world
+    /// size is 1 (mate's `enable_cp` is `cp_world_size > 1`); refused where mate refuses the call
+    /// (a local mask, F-39) or the kernel would read a total past `tot_seqused_k`.
+    pub fn applied(&self, local_mask: bool, batch: usize) -> Result<Option<&Self>, String> {
+        if self.world_size <= 1 {
+            return Ok(None);
+        }
+        if local_mask {
+            return Err("mate refuses a local mask with context parallelism (F-39)".into());
+        }
+        if self.tot_seqused_k.len() < batch {
+            return Err(format!(
+                "cp_tot_seqused_k has {} elements, the call {batch} sequences",
+                self.tot_seqused_k.len()
+            ));
+        }
+        Ok(Some(self))
+    }
+
     /// The keys `[0, hi)` row `i` of batch `b` (`sq` rows, `sk` local keys) attends to under
     /// `mask`: the local keys whose global position the mask admits. Only `Full` and `Causal`
     /// masks exist here: mate refuses a local mask with context parallelism (F-39).

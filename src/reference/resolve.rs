@@ -701,31 +701,6 @@ fn mate_tiles(args: &BoundArgs, dims: &Dims, mask: Mask) -> Option<Tiles> {
     Some(Tiles::new(&config, group, resolved))
 }
 
-/// `cp` checked against what a rank's call can mean: the kernel turns context parallelism on
-/// for a world size above 1 (`enable_cp`), mate refuses a local mask with it (F-39), and the kernel
-/// reads a total for every batch.
-fn rank_of(
-    cp: &ContextParallel,
-    mask: Mask,
-    batch: usize,
-) -> Result<Option<ContextParallel>, RefError> {
-    if cp.world_size <= 1 {
-        return Ok(None);
-    }
-    if matches!(mask, Mask::Local { .. }) {
-        return Err(unevaluable(
-            "mate refuses a local mask with context parallelism (F-39)",
-        ));
-    }
-    if cp.tot_seqused_k.len() < batch {
-        return Err(unevaluable(format!(
-            "cp_tot_seqused_k has {} elements, the call {batch} sequences",
-            cp.tot_seqused_k.len()
-        )));
-    }
-    Ok(Some(cp.clone()))
-}
-
 impl<'a> Problem<'a> {
     pub fn resolve(
         call: &KvCacheCall,
@@ -808,7 +783,10 @@ impl<'a> Problem<'a> {
             _ => None,
         };
         let context_parallel = match context_parallel {
-            Some(cp) if !mla => rank_of(cp, resolved.mask, b)?,
+            Some(cp) if !mla => cp
+                .applied(matches!(resolved.mask, Mask::Local { .. }), b)
+                .map_err(unevaluable)?
+                .cloned(),
             _ => None,
         };
         let lse_layout = match (dims.varlen_q, mla) {

@@ -68,6 +68,13 @@ pub struct UpstreamCall {
     pub description: String,
 }
 
+impl UpstreamCall {
+    /// Every call of the grid point, rank 0's first.
+    pub fn ranks(&self) -> impl Iterator<Item = &KvCacheCall> {
+        std::iter::once(&self.call).chain(&self.other_ranks)
+    }
+}
+
 /// Tensors of a call whose numbers the suite computes, at most (larger calls are validated only):
 /// mate's paged tests allocate three times the pages their sequences use.
 pub const NUMERICS_MEMORY_CAP: usize = 512 << 20;
@@ -256,8 +263,8 @@ fn check(entry: Entry, upstream: &UpstreamCall, numerics_cap: usize) -> Result<C
         }
         Entry::Mate => {
             // the metadata tensor mate's tests compute with each call's own arguments
-            let ranks = std::iter::once(&upstream.call)
-                .chain(&upstream.other_ranks)
+            let ranks = upstream
+                .ranks()
                 .map(|call| numerics::with_described_metadata(call, DEFAULT_MP))
                 .collect::<Result<Vec<_>, _>>()?;
             for call in &ranks {
@@ -362,12 +369,13 @@ fn context_parallel_rank(call: &KvCacheCall) -> Result<(KvCacheCall, ContextPara
         tot_seqused_k: Vec::new(),
     };
     let count = |v: &PyValue| v.as_int().and_then(|i| usize::try_from(i).ok());
+    let mut call = through_mate_wrapper(call);
     let mut keywords = Vec::with_capacity(call.keywords.len());
-    for (name, value) in &call.keywords {
+    for (name, value) in std::mem::take(&mut call.keywords) {
         let bad = || format!("{name}={value} is not what mate's test passes");
         match name.as_str() {
-            "cp_world_size" => cp.world_size = count(value).ok_or_else(bad)?,
-            "cp_rank" => cp.rank = count(value).ok_or_else(bad)?,
+            "cp_world_size" => cp.world_size = count(&value).ok_or_else(bad)?,
+            "cp_rank" => cp.rank = count(&value).ok_or_else(bad)?,
             "cp_tot_seqused_k" => {
                 let totals = value.as_tensor().and_then(|t| t.int_values());
                 cp.tot_seqused_k = totals
@@ -376,14 +384,10 @@ fn context_parallel_rank(call: &KvCacheCall) -> Result<(KvCacheCall, ContextPara
                     .map(|&t| usize::try_from(t).map_err(|_| bad()))
                     .collect::<Result<_, _>>()?;
             }
-            "learnable_sink" => keywords.push(("sinks".to_string(), value.clone())),
-            _ => keywords.push((name.clone(), value.clone())),
+            _ => keywords.push((name, value)),
         }
     }
-    let call = KvCacheCall {
-        keywords,
-        ..call.clone()
-    };
+    call.keywords = keywords;
     Ok((call, cp))
 }
 
@@ -470,21 +474,26 @@ mod tests {
         );
     }
 
+    /// The index of mate's test_paged_attn in [`TESTS`].
+    fn mate_paged_attn() -> usize {
+        TESTS
+            .iter()
+            .position(|t| t.name == "mate-paged-attn")
+            .unwrap()
+    }
+
     /// Every context-parallel grid point of mate's test_paged_attn, each rank's call validated
     /// by `mate` (no numbers: they are the slow part).
     #[test]
     fn every_context_parallel_call_of_mates_test_is_accepted_by_mate() {
-        let test = TESTS
-            .iter()
-            .position(|t| t.name == "mate-paged-attn")
-            .unwrap();
+        let test = mate_paged_attn();
         let mut checked = 0;
         for &point in grid(test) {
             let upstream = upstream_call(test, GridPoint(point));
             if upstream.other_ranks.is_empty() {
                 continue;
             }
-            for call in std::iter::once(&upstream.call).chain(&upstream.other_ranks) {
+            for call in upstream.ranks() {
                 let call = numerics::with_described_metadata(call, DEFAULT_MP).unwrap();
                 let verdict = validate("mate", &through_mate_wrapper(&call));
                 assert_eq!(accepted(&verdict), Ok(()), "{}", upstream.description);
@@ -501,10 +510,7 @@ mod tests {
     /// reference's evaluation of that rank.
     #[test]
     fn context_parallel_ranks_get_numbers() {
-        let test = TESTS
-            .iter()
-            .position(|t| t.name == "mate-paged-attn")
-            .unwrap();
+        let test = mate_paged_attn();
         let mut checked = 0;
         for &point in grid(test) {
             let upstream = upstream_call(test, GridPoint(point));
