@@ -479,7 +479,7 @@ mod tests {
     use crate::call::{NumpyScalar, NumpyValue, TensorValues};
 
     /// cuda-fa3.md A.5 as corrected: what torch 2.15 converted or refused on the exact schemas
-    /// (run), and what pybind11's casters give by the same code path (marked "source").
+    /// and, for the NumPy scalars, on a `torch.library` operator with the same slot types (2026-12-02).
     #[test]
     fn torch_casters_convert_what_pybind11_converts() {
         use PyValue::{Bool, Float, Int, List, None as PyNone, Str};
@@ -511,9 +511,9 @@ mod tests {
             (T::OptionalFloat, PyNone, true),
             (T::Int, Bool(true), true),  // num_splits=True (run)
             (T::Int, Float(1.0), false), // a float (run)
-            (T::Int, np(Dtype::Int64, NumpyValue::Int(1)), true), // __index__ (source)
+            (T::Int, np(Dtype::Int64, NumpyValue::Int(1)), true), // __index__ (run)
             (T::Int, np(Dtype::Float64, NumpyValue::Float(1.0)), false), // a float subclass
-            (T::Int, np(Dtype::Float32, NumpyValue::Float(1.5)), true), // int() (source)
+            (T::Int, np(Dtype::Float32, NumpyValue::Float(1.5)), true), // int() (run)
             (T::Int, tensor(Dtype::Float32, &[], 3.0), true), // int() of a 0-d tensor
             (T::Int, PyNone, false),
             (T::OptionalInt, PyNone, true),
