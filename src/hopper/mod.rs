@@ -21,6 +21,75 @@ pub fn ceil_div(a: i64, b: i64) -> i64 {
     if b == 0 { 0 } else { (a + b - 1).div_euclid(b) }
 }
 
+/// What FA3's host code makes of a call's mask arguments (cuda-fa3.md D.1: `mha_fwd`
+/// `flash_api.cpp:L794-805` then `set_params_fprop` L146-160; `get_scheduler_metadata` L576-597
+/// does the same with its `max_seqlen_q`, `max_seqlen_k` and "page_size given"). The resolved
+/// flags, not the caller's `causal`, choose the kernel, the tiles and the metadata layout.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct MaskResolution {
+    pub is_causal: bool,
+    pub is_local: bool,
+    /// The windows as `int` parameters, -1 for unbounded (before `params.window_size_*`
+    /// replaces a negative one by the static length).
+    pub window_left: i64,
+    pub window_right: i64,
+    pub attention_chunk: i64,
+}
+
+/// The static lengths and layout facts [`resolve_mask`] reads.
+#[derive(Clone, Copy, Debug)]
+pub struct MaskShape {
+    pub seqlen_q: i64,
+    pub seqlen_k: i64,
+    pub head_size: i64,
+    pub paged: bool,
+}
+
+/// D.1's resolution of `causal`, `window_size = (wl, wr)` and `attention_chunk`.
+pub fn resolve_mask(
+    shape: MaskShape,
+    causal: bool,
+    wl: i64,
+    wr: i64,
+    chunk: i64,
+) -> MaskResolution {
+    let (mut causal, mut wl, mut wr) = (causal, wl, wr);
+    if wl >= shape.seqlen_k - 1 {
+        wl = -1;
+    }
+    if wr >= shape.seqlen_q - 1 {
+        wr = -1;
+    }
+    // a single query row sees every key either way; causal is kept only where it picks the
+    // paged kBlockN of 128
+    if shape.seqlen_q == 1
+        && wl == -1
+        && wr == -1
+        && chunk == 0
+        && (shape.head_size <= 64 || shape.head_size > 128 || !shape.paged)
+    {
+        causal = false;
+    }
+    if causal {
+        wr = 0;
+    }
+    // the C++ parameters are `int`
+    let (wl, wr, chunk) = (as_c_int(wl), as_c_int(wr), as_c_int(chunk));
+    let is_causal = wl < 0 && wr == 0 && chunk == 0;
+    MaskResolution {
+        is_causal,
+        is_local: (wl >= 0 || wr >= 0 || chunk >= 1) && !is_causal,
+        window_left: wl,
+        window_right: wr,
+        attention_chunk: chunk,
+    }
+}
+
+/// The C++ `int` a 64-bit value is truncated to when stored in `Flash_fwd_params`.
+pub fn as_c_int(x: i64) -> i64 {
+    x as i32 as i64
+}
+
 /// `round_up_headdim` with every head dimension compiled (`flash_api.cpp:L492-509`).
 pub fn round_up_headdim(d: i64) -> i64 {
     [64, 96, 128, 192, 256]

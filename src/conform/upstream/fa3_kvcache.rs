@@ -27,7 +27,7 @@
 
 use super::{GridPoint, Rng, UpstreamCall, int_tensor, randperm, seqlen_mask_lengths};
 use crate::call::{Dtype, KvCacheCall, MetadataArgsSpec, PyValue, TensorArg};
-use crate::hopper::{Fa3Layout, MODELLED_ARCH};
+use crate::hopper::{Fa3Layout, MODELLED_ARCH, MaskShape, resolve_mask};
 use rand::Rng as _;
 
 const DTYPES: [Dtype; 2] = [Dtype::Bfloat16, Dtype::Float8E4m3fn];
@@ -278,11 +278,24 @@ pub fn call(point: GridPoint, rng: &mut Rng) -> UpstreamCall {
     });
     let scheduler_metadata = match &metadata_args {
         // FA3's buffer for these arguments (its values are what `metadata_args` describe)
-        Some(_) => {
+        Some(args) => {
+            let [wl, wr] = args.window_size.unwrap_or([-1, -1]);
+            let mask = resolve_mask(
+                MaskShape {
+                    seqlen_q: args.max_seqlen_q as i64,
+                    seqlen_k: args.max_seqlen_k as i64,
+                    head_size: HEADDIM as i64,
+                    paged: args.page_size.is_some(),
+                },
+                args.causal,
+                wl,
+                wr,
+                args.attention_chunk,
+            );
             let layout = Fa3Layout::of_get_scheduler_metadata(
                 BATCH,
-                p.causal,
-                p.local,
+                mask.is_causal,
+                mask.is_local,
                 p.num_splits,
                 MODELLED_ARCH,
             );

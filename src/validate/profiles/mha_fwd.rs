@@ -13,8 +13,9 @@ use super::cuda_state::{Arg, CudaState, Flavour, MhaResolution, MhaSizes, Sequse
 use crate::call::python;
 use crate::call::{Device, Dtype, LseLayout, Param, PyValue, TensorArg};
 use crate::hopper::{
-    Fa3Layout, MODELLED_ARCH, NUM_SM, ceil_div, num_splits_heuristic, round_up_headdim,
-    round_up_headdimv, should_pack_gqa, tile_size_fwd_sm90,
+    Fa3Layout, MODELLED_ARCH, MaskResolution, MaskShape, NUM_SM, as_c_int, ceil_div,
+    num_splits_heuristic, resolve_mask, round_up_headdim, round_up_headdimv, should_pack_gqa,
+    tile_size_fwd_sm90,
 };
 use crate::validate::engine::{At, Check, Fail, HazardLog, Layer};
 use crate::validate::registry::Site;
@@ -94,11 +95,6 @@ fn op_float(value: &PyValue) -> f64 {
 
 fn op_bool(value: &PyValue) -> bool {
     python::truth(value).unwrap_or(false)
-}
-
-/// The C++ `int` a 64-bit value is truncated to when stored in `Flash_fwd_params`.
-fn as_c_int(x: i64) -> i64 {
-    x as i32 as i64
 }
 
 macro_rules! check {
@@ -575,32 +571,24 @@ fn check_descales(s: &mut CudaState) -> Result<(), Fail> {
 fn resolve(s: &mut CudaState) {
     let z = s.sizes.clone();
     let paged = s.has(Arg::PageTable);
-    let mut causal = op_bool(s.py(Param::Causal));
-    let mut wl = op_int(&s.window[0]);
-    let mut wr = op_int(&s.window[1]);
-    let chunk = op_int(&s.attention_chunk);
-    // mha_fwd L796-805 (runs before the shape checks; it raises nothing).
-    if wl >= z.seqlen_k - 1 {
-        wl = -1;
-    }
-    if wr >= z.seqlen_q - 1 {
-        wr = -1;
-    }
-    if z.seqlen_q == 1
-        && wl == -1
-        && wr == -1
-        && chunk == 0
-        && (z.head_size <= 64 || z.head_size > 128 || !paged)
-    {
-        causal = false;
-    }
-    if causal {
-        wr = 0;
-    }
-    // set_params_fprop L146-160 (C++ ints).
-    let (wl, wr, chunk) = (as_c_int(wl), as_c_int(wr), as_c_int(chunk));
-    let is_causal = wl < 0 && wr == 0 && chunk == 0;
-    let is_local = (wl >= 0 || wr >= 0 || chunk >= 1) && !is_causal;
+    let MaskResolution {
+        is_causal,
+        is_local,
+        window_left: wl,
+        window_right: wr,
+        attention_chunk: chunk,
+    } = resolve_mask(
+        MaskShape {
+            seqlen_q: z.seqlen_q,
+            seqlen_k: z.seqlen_k,
+            head_size: z.head_size,
+            paged,
+        },
+        op_bool(s.py(Param::Causal)),
+        op_int(&s.window[0]),
+        op_int(&s.window[1]),
+        op_int(&s.attention_chunk),
+    );
     let mut window_left = if wl < 0 { z.seqlen_k - 1 } else { wl };
     let mut window_right = if wr < 0 { z.seqlen_q - 1 } else { wr };
     if chunk > 0 {
