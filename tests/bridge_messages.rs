@@ -136,12 +136,13 @@ fn version_dependent_parts_of_a_message_match_what_the_device_prints() {
     assert_eq!(outcome_of(&cases, "ver-2"), "matched");
     assert_eq!(status, Status::Success);
 
-    // The same device messages as fa3 would print them, for `verify --profile fa3`.
+    // The same device messages as fa3 would print them, for `verify --profile fa3` (the schema
+    // error as torch 2.15 printed it for an operator registered like upstream's).
     raised(
         &bundles,
         "window-float",
         "RuntimeError",
-        "flash_attn_3::_flash_attn_forward() Expected a value of type 'int' for argument 'window_size_left' but instead found type 'float'.\nPosition: 25\nValue: 1.5\nDeclaration: flash_attn_3::_flash_attn_forward(Tensor q, Tensor k, Tensor v, int window_size_left=-1) -> (Tensor, Tensor, Tensor, Tensor)\nCast error details: Unable to cast Python instance of type <class 'float'> to C++ type 'int64_t'",
+        &fa3_window_float(FA3_DECLARATION),
     );
     raised(
         &bundles,
@@ -198,13 +199,35 @@ fn determined_parts_of_a_message_must_agree() {
         assert_eq!(outcome_of(&cases, case), "mismatch", "{case}");
     }
 
-    // torch's Position line is determined: one off is a mismatch.
+    // torch's Position line is determined: one off is a mismatch; so is the Declaration line.
     raised(
         &bundles,
         "window-float",
         "RuntimeError",
-        "flash_attn_3::_flash_attn_forward() Expected a value of type 'int' for argument 'window_size_left' but instead found type 'float'.\nPosition: 24\nValue: 1.5\nDeclaration: flash_attn_3::_flash_attn_forward(Tensor q) -> Tensor\nCast error details: x",
+        &fa3_window_float(FA3_DECLARATION).replace("Position: 25", "Position: 24"),
     );
     let (_, cases) = verify_as(&bundles, "fa3");
     assert_eq!(outcome_of(&cases, "window-float"), "mismatch");
+    raised(
+        &bundles,
+        "window-float",
+        "RuntimeError",
+        &fa3_window_float("flash_attn_3::_flash_attn_forward(Tensor q) -> Tensor"),
+    );
+    let (_, cases) = verify_as(&bundles, "fa3");
+    assert_eq!(outcome_of(&cases, "window-float"), "mismatch");
+}
+
+/// The schema of upstream's custom op as torch 2.15 printed it (its inferred ints are `SymInt`).
+const FA3_DECLARATION: &str = "flash_attn_3::_flash_attn_forward(Tensor q, Tensor k, Tensor v, Tensor? k_new=None, Tensor? v_new=None, Tensor? qv=None, Tensor? out_=None, Tensor? cu_seqlens_q=None, Tensor? cu_seqlens_k=None, Tensor? cu_seqlens_k_new=None, Tensor? seqused_q=None, Tensor? seqused_k=None, SymInt? max_seqlen_q=None, SymInt? max_seqlen_k=None, Tensor? page_table=None, Tensor? kv_batch_idx=None, Tensor? leftpad_k=None, Tensor? rotary_cos=None, Tensor? rotary_sin=None, Tensor? seqlens_rotary=None, Tensor? q_descale=None, Tensor? k_descale=None, Tensor? v_descale=None, float? softmax_scale=None, bool causal=False, SymInt window_size_left=-1, SymInt window_size_right=-1, SymInt attention_chunk=0, float softcap=0., bool rotary_interleaved=True, Tensor? scheduler_metadata=None, SymInt num_splits=1, bool? pack_gqa=None, SymInt sm_margin=0) -> (Tensor, Tensor, Tensor, Tensor)";
+
+/// torch 2.15's error for `window_size=(1.5, -1)` on upstream's custom op, with `declaration`.
+fn fa3_window_float(declaration: &str) -> String {
+    format!(
+        "flash_attn_3::_flash_attn_forward() Expected a value of type 'int' for argument \
+         'window_size_left' but instead found type 'float'.\nPosition: 25\nValue: 1.5\n\
+         Declaration: {declaration}\nCast error details: Unable to cast Python instance of type \
+         <class 'float'> to C++ type '?' (#define PYBIND11_DETAILED_ERROR_MESSAGES or compile in \
+         debug mode for details)"
+    )
 }

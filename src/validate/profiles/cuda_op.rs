@@ -185,6 +185,7 @@ fn argument_types(s: &mut CudaState) -> Result<(), Fail> {
                 value.type_name().to_string(),
                 index.to_string(),
                 determined_repr(&value).unwrap_or_else(|| ANY_TEXT.to_string()),
+                s.op.declaration(),
             ]));
         }
     }
@@ -255,14 +256,20 @@ pub static OP_CALL: Layer<CudaState> = Layer {
 };
 
 const fn p(name: &'static str, ty: T, source: OpSource) -> SchemaParam {
-    SchemaParam { name, ty, source }
+    SchemaParam {
+        name,
+        ty,
+        default: None,
+        source,
+    }
 }
 
 use crate::validate::registry::cuda::*;
 use OpSource::{AlwaysNone, Python, Tensor as Tn};
 
 /// `flash_attn_3::_flash_attn_forward`, the `torch.library.custom_op` upstream's wrapper calls
-/// (`flash_attn_interface.py:L59-95`; schema inferred from the annotations).
+/// (`flash_attn_interface.py:L59-95`; schema inferred from the annotations, defaults from the
+/// Python defaults).
 pub static FA3_CUSTOM_OP: OpSchema = OpSchema {
     name: "flash_attn_3::_flash_attn_forward",
     signature: &signature::FA3,
@@ -270,53 +277,59 @@ pub static FA3_CUSTOM_OP: OpSchema = OpSchema {
         p("q", T::Tensor, Tn(Arg::Q)),
         p("k", T::Tensor, Tn(Arg::K)),
         p("v", T::Tensor, Tn(Arg::V)),
-        p("k_new", T::OptionalTensor, Tn(Arg::KNew)),
-        p("v_new", T::OptionalTensor, Tn(Arg::VNew)),
-        p("qv", T::OptionalTensor, Tn(Arg::QV)),
-        p("out_", T::OptionalTensor, AlwaysNone),
-        p("cu_seqlens_q", T::OptionalTensor, Tn(Arg::CuSeqlensQ)),
-        p("cu_seqlens_k", T::OptionalTensor, AlwaysNone),
+        p("k_new", T::OptionalTensor, Tn(Arg::KNew)).with_default("None"),
+        p("v_new", T::OptionalTensor, Tn(Arg::VNew)).with_default("None"),
+        p("qv", T::OptionalTensor, Tn(Arg::QV)).with_default("None"),
+        p("out_", T::OptionalTensor, AlwaysNone).with_default("None"),
+        p("cu_seqlens_q", T::OptionalTensor, Tn(Arg::CuSeqlensQ)).with_default("None"),
+        p("cu_seqlens_k", T::OptionalTensor, AlwaysNone).with_default("None"),
         p(
             "cu_seqlens_k_new",
             T::OptionalTensor,
             Tn(Arg::CuSeqlensKNew),
-        ),
-        p("seqused_q", T::OptionalTensor, AlwaysNone),
-        p("seqused_k", T::OptionalTensor, Tn(Arg::SequsedK)),
-        p("max_seqlen_q", T::OptionalInt, Python(Param::MaxSeqlenQ)),
-        p("max_seqlen_k", T::OptionalInt, AlwaysNone),
-        p("page_table", T::OptionalTensor, Tn(Arg::PageTable)),
-        p("kv_batch_idx", T::OptionalTensor, Tn(Arg::KvBatchIdx)),
-        p("leftpad_k", T::OptionalTensor, Tn(Arg::LeftpadK)),
-        p("rotary_cos", T::OptionalTensor, Tn(Arg::RotaryCos)),
-        p("rotary_sin", T::OptionalTensor, Tn(Arg::RotarySin)),
-        p("seqlens_rotary", T::OptionalTensor, Tn(Arg::SeqlensRotary)),
-        p("q_descale", T::OptionalTensor, Tn(Arg::QDescale)),
-        p("k_descale", T::OptionalTensor, Tn(Arg::KDescale)),
-        p("v_descale", T::OptionalTensor, Tn(Arg::VDescale)),
-        p("softmax_scale", T::OptionalFloat, OpSource::SoftmaxScale),
-        p("causal", T::Bool, Python(Param::Causal)),
-        p("window_size_left", T::Int, OpSource::WindowLeft),
-        p("window_size_right", T::Int, OpSource::WindowRight),
-        p("attention_chunk", T::Int, OpSource::AttentionChunk),
-        p("softcap", T::Float, Python(Param::Softcap)),
+        )
+        .with_default("None"),
+        p("seqused_q", T::OptionalTensor, AlwaysNone).with_default("None"),
+        p("seqused_k", T::OptionalTensor, Tn(Arg::SequsedK)).with_default("None"),
+        p("max_seqlen_q", T::OptionalInt, Python(Param::MaxSeqlenQ)).with_default("None"),
+        p("max_seqlen_k", T::OptionalInt, AlwaysNone).with_default("None"),
+        p("page_table", T::OptionalTensor, Tn(Arg::PageTable)).with_default("None"),
+        p("kv_batch_idx", T::OptionalTensor, Tn(Arg::KvBatchIdx)).with_default("None"),
+        p("leftpad_k", T::OptionalTensor, Tn(Arg::LeftpadK)).with_default("None"),
+        p("rotary_cos", T::OptionalTensor, Tn(Arg::RotaryCos)).with_default("None"),
+        p("rotary_sin", T::OptionalTensor, Tn(Arg::RotarySin)).with_default("None"),
+        p("seqlens_rotary", T::OptionalTensor, Tn(Arg::SeqlensRotary)).with_default("None"),
+        p("q_descale", T::OptionalTensor, Tn(Arg::QDescale)).with_default("None"),
+        p("k_descale", T::OptionalTensor, Tn(Arg::KDescale)).with_default("None"),
+        p("v_descale", T::OptionalTensor, Tn(Arg::VDescale)).with_default("None"),
+        p("softmax_scale", T::OptionalFloat, OpSource::SoftmaxScale).with_default("None"),
+        p("causal", T::Bool, Python(Param::Causal)).with_default("False"),
+        p("window_size_left", T::Int, OpSource::WindowLeft).with_default("-1"),
+        p("window_size_right", T::Int, OpSource::WindowRight).with_default("-1"),
+        p("attention_chunk", T::Int, OpSource::AttentionChunk).with_default("0"),
+        p("softcap", T::Float, Python(Param::Softcap)).with_default("0."),
         p(
             "rotary_interleaved",
             T::Bool,
             Python(Param::RotaryInterleaved),
-        ),
+        )
+        .with_default("True"),
         p(
             "scheduler_metadata",
             T::OptionalTensor,
             Tn(Arg::SchedulerMetadata),
-        ),
-        p("num_splits", T::Int, Python(Param::NumSplits)),
-        p("pack_gqa", T::OptionalBool, Python(Param::PackGqa)),
-        p("sm_margin", T::Int, Python(Param::SmMargin)),
+        )
+        .with_default("None"),
+        p("num_splits", T::Int, Python(Param::NumSplits)).with_default("1"),
+        p("pack_gqa", T::OptionalBool, Python(Param::PackGqa)).with_default("None"),
+        p("sm_margin", T::Int, Python(Param::SmMargin)).with_default("0"),
     ],
+    returns: "(Tensor, Tensor, Tensor, Tensor)",
+    symbolic_ints: true,
 };
 
-/// `sgl_kernel::fwd` (sglang@b5493f65b sgl-kernel/csrc/flash_extension.cc), called positionally.
+/// `sgl_kernel::fwd` (sglang@b5493f65b sgl-kernel/csrc/flash_extension.cc:L25-L61: no
+/// defaults), called positionally.
 pub static SGL_FWD_OP: OpSchema = OpSchema {
     name: "sgl_kernel::fwd",
     signature: &signature::SGL_KERNEL_0_3_21,
@@ -369,6 +382,8 @@ pub static SGL_FWD_OP: OpSchema = OpSchema {
         p("sm_margin", T::Int, Python(Param::SmMargin)),
         p("sinks", T::OptionalTensor, Tn(Arg::Sinks)),
     ],
+    returns: "(Tensor, Tensor, Tensor, Tensor)",
+    symbolic_ints: false,
 };
 
 /// The arguments a wrapper's `maybe_contiguous` calls touch, in source order.

@@ -376,8 +376,20 @@ fn tensor_element(t: &TensorArg, index: usize) -> Result<PyValue, Fail> {
 pub struct SchemaParam {
     pub name: &'static str,
     pub ty: SchemaType,
+    /// The default as torch prints it in the schema (`=None`, `=0.`), if the schema has one.
+    pub default: Option<&'static str>,
     /// Where the Python layer takes the value from.
     pub source: OpSource,
+}
+
+impl SchemaParam {
+    /// This parameter with a default, written as torch prints it.
+    pub const fn with_default(self, default: &'static str) -> SchemaParam {
+        SchemaParam {
+            default: Some(default),
+            ..self
+        }
+    }
 }
 
 /// The schema types of the two operators' parameters.
@@ -405,6 +417,23 @@ impl SchemaType {
             SchemaType::OptionalFloat => "Optional[float]",
             SchemaType::Bool => "bool",
             SchemaType::OptionalBool => "Optional[bool]",
+        }
+    }
+
+    /// How the schema writes the type (`FunctionSchema`'s printer); `symbolic_ints` for a schema
+    /// whose ints are `SymInt`.
+    pub fn schema_name(self, symbolic_ints: bool) -> &'static str {
+        match self {
+            SchemaType::Tensor => "Tensor",
+            SchemaType::OptionalTensor => "Tensor?",
+            SchemaType::Int if symbolic_ints => "SymInt",
+            SchemaType::OptionalInt if symbolic_ints => "SymInt?",
+            SchemaType::Int => "int",
+            SchemaType::OptionalInt => "int?",
+            SchemaType::Float => "float",
+            SchemaType::OptionalFloat => "float?",
+            SchemaType::Bool => "bool",
+            SchemaType::OptionalBool => "bool?",
         }
     }
 
@@ -471,6 +500,33 @@ pub struct OpSchema {
     /// The Python signature whose bound arguments feed the operator.
     pub signature: &'static Signature,
     pub params: &'static [SchemaParam],
+    /// The return type as the schema prints it.
+    pub returns: &'static str,
+    /// The schema's ints are `SymInt`: `torch.library.custom_op` infers an `int` annotation as
+    /// `SymInt` (torch 2.15, run), a schema written in C++ says `int`.
+    pub symbolic_ints: bool,
+}
+
+impl OpSchema {
+    /// The schema as torch prints it (`FunctionSchema`'s `operator<<`): the `Declaration:` line
+    /// of its argument errors. The printer normalises the declaration's spacing and literals
+    /// (`0.0` prints as `0.`), so it is the same text whatever the source's layout; checked
+    /// against torch 2.15 on both operators' schemas.
+    pub fn declaration(&self) -> String {
+        let params = self.params.iter().map(|p| {
+            let ty = p.ty.schema_name(self.symbolic_ints);
+            match p.default {
+                Some(default) => format!("{ty} {}={default}", p.name),
+                None => format!("{ty} {}", p.name),
+            }
+        });
+        format!(
+            "{}({}) -> {}",
+            self.name,
+            params.collect::<Vec<_>>().join(", "),
+            self.returns
+        )
+    }
 }
 
 #[cfg(test)]

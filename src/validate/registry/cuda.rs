@@ -292,10 +292,10 @@ sites! { "", GENERIC_SITES:
         "torch.op-arg-type",
         "operator call",
         RuntimeError,
-        pattern "{}() Expected a value of type '{}' for argument '{}' but instead found type '{}'.\nPosition: {}\nValue: {}\nDeclaration: {*}\nCast error details: {*}",
+        pattern "{}() Expected a value of type '{}' for argument '{}' but instead found type '{}'.\nPosition: {}\nValue: {}\nDeclaration: {}\nCast error details: {*}",
         "pytorch/pytorch@cb412ddd torch/csrc/jit/python/pybind_utils.h argumentToIValue (\"\\nCast error details: \" + the caster's what()); aten/src/ATen/core/function_schema_inl.h FunctionSchema::formatTypeMismatchMsg (\"Position: \", \"Value: \" py::repr, \"Declaration: \" the schema)",
         "An argument of the wrong Python type reaches the operator (e.g. a float window_size entry, a list for a tensor argument on upstream FA3).",
-        "The message is determined up to the Declaration line: the first line, `Position: <index of the argument in the schema>`, `Value: <repr of the value>` ({*} where the repr depends on tensor data, an object's address or the NumPy version). Then `Declaration: <the operator's schema as the installed torch prints it>` and `Cast error details: <pybind11's cast error, whose text depends on how torch was built>` (both {*}). Fix: pass ints for window_size entries, num_splits and sm_margin, tensors (or None) for tensor arguments."
+        "The message is determined up to its last line: the first line, `Position: <index of the argument in the schema>`, `Value: <repr of the value>` ({*} where the repr depends on tensor data, an object's address or the NumPy version), `Declaration: <the operator's schema as torch prints it>` (from the schema the source declares). Then `Cast error details: <pybind11's cast error, whose text depends on how torch was built>` ({*}). Fix: pass ints for window_size entries, num_splits and sm_margin, tensors (or None) for tensor arguments."
     ),
     TORCH_NO_KERNEL = site!(
         "torch.no-kernel",
