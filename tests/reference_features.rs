@@ -653,3 +653,44 @@ fn a_context_parallel_rank_attends_its_keys_at_their_global_positions() {
     let whole = exact(&rank_call(&[1.0, 2.0, 6.0, 3.0, 5.0]));
     assert_close(whole.out.iter().copied(), &[3.0, 3.4]);
 }
+
+/// A sink on a context-parallel rank whose rows include one without keys: a causal prefill of
+/// 1000 queries over 1000 keys split over two ranks (rank 1 holds global keys 1, 3, …, 999 as its
+/// 500 local keys). Row 0 may attend global key 0 only, which rank 1 lacks. Its m-block has key
+/// blocks by the global limit (mate's block_info.hpp L40-L56: tile_m + 1000 − 1000 − 1 local key
+/// positions, rounded up over 2 ranks, > 0), so mate keeps the row's maximum at 0 and its lse is
+/// the sink (by the local lengths, tile_m + 500 − 1000 < 0 for every tile, it would be −inf).
+/// Row 1 (global 1) attends local key 0 only: one zero score beside the sink. The kernel path
+/// agrees with the reference on every row.
+#[test]
+fn a_sink_gives_the_lse_of_a_context_parallel_rows_without_keys() {
+    let (sq, local) = (1000, 500);
+    let mut c = call(
+        floats(BF16, &[1, sq, 1, 128], &vec![0.0; sq * 128]),
+        floats(BF16, &[1, local, 1, 128], &vec![0.0; local * 128]),
+        floats(BF16, &[1, local, 1, 128], &vec![1.0; local * 128]),
+    );
+    c.set("cache_seqlens", ints(&[1], &[local as i64]))
+        .set("causal", PyValue::Bool(true))
+        .set("sinks", floats(BF16, &[1], &[0.5]))
+        .set("return_softmax_lse", PyValue::Bool(true));
+    let cp = ContextParallel {
+        world_size: 2,
+        rank: 1,
+        tot_seqused_k: vec![sq],
+    };
+    let tensors = materialise(&c, 1 << 26).expect("materialises");
+    let rank = run_on_rank(&c, &tensors, &cp, Precision::Exact).expect("evaluates");
+    let lse: Vec<f64> = rank.lse.iter().copied().take(2).collect();
+    assert_close(lse, &[0.5, (1.0 + 0.5f64.exp()).ln()]);
+    let row = |i: usize| rank.out.slice(ndarray::s![0, i, 0, ..]).to_vec();
+    assert!(row(0).iter().all(|&o| o == 0.0));
+    let one_key = 1.0 / (1.0 + 0.5f64.exp());
+    assert_close(row(1), &vec![one_key; 128]);
+    let options = fa3conform::musa::MusaOptions::default();
+    let kernel = fa3conform::certify::numerics::check_rank(&c, &cp, &options);
+    assert!(
+        matches!(kernel, fa3conform::certify::numerics::Numerics::Within(_)),
+        "{kernel:?}"
+    );
+}

@@ -139,7 +139,10 @@ fn naive(call: &KvCacheCall, t: &Tensors, stack: Stack) -> (Vec<f64>, Vec<f64>) 
                 let (lo, hi) = resolved.mask.key_range(i, sq, sk);
                 if lo >= hi {
                     if let (Some(Some(tiles)), Some(sinks)) = (tiles, sinks) {
-                        if tiles.row_tile(i, head % group, sq, sk, None).has_key_block {
+                        if tiles
+                            .row_tile(i, head % group, sq, sk, None, None)
+                            .has_key_block
+                        {
                             lse[r] = sinks.data[[head]];
                         }
                     }

@@ -243,6 +243,7 @@ impl Overlay {
                 l.seqlen_q,
                 l.seqlen_k(),
                 hi.checked_sub(1),
+                None,
             );
             if lo >= hi || !tile.masked_in_first_block {
                 continue;
@@ -316,8 +317,8 @@ impl Overlay {
                 {
                     let tile = c
                         .tiles
-                        .row_tile(row.position, row.head, l.seqlen_q, sk, None);
-                    let (n_min, n_max) = c.tiles.key_blocks(tile.m_block, l.seqlen_q, sk);
+                        .row_tile(row.position, row.head, l.seqlen_q, sk, None, None);
+                    let (n_min, n_max) = c.tiles.key_blocks(tile.m_block, l.seqlen_q, sk, None);
                     if (n_min..n_max).contains(&last_block) {
                         self.set_out(row, hk * group + row.head, f64::NAN, Some(&columns));
                     }
@@ -443,10 +444,12 @@ impl Overlay {
         let bn = c.tiles.tile_n;
         for (row, (lo, hi)) in Self::rows(c, lengths) {
             let l = &lengths[row.batch];
-            let tile = c
+            let tile =
+                c.tiles
+                    .row_tile(row.position, row.head, l.seqlen_q, l.seqlen_k(), None, None);
+            let (n_min, n_max) = c
                 .tiles
-                .row_tile(row.position, row.head, l.seqlen_q, l.seqlen_k(), None);
-            let (n_min, n_max) = c.tiles.key_blocks(tile.m_block, l.seqlen_q, l.seqlen_k());
+                .key_blocks(tile.m_block, l.seqlen_q, l.seqlen_k(), None);
             if n_min >= n_max {
                 continue;
             }

@@ -222,7 +222,7 @@ fn clamped_rows(c: &Call, found: &mut Vec<Hazard>) {
         let l = &lengths[b];
         lo < hi
             && c.tiles
-                .row_tile(i, g, l.seqlen_q, l.seqlen_k(), Some(hi - 1))
+                .row_tile(i, g, l.seqlen_q, l.seqlen_k(), Some(hi - 1), None)
                 .masked_in_first_block
     });
     if !rows.is_empty() {
@@ -500,7 +500,7 @@ fn sink_lse(c: &Call, found: &mut Vec<Hazard>) {
             let l = &lengths[b];
             lo >= hi
                 && c.tiles
-                    .row_tile(i, g, l.seqlen_q, l.seqlen_k(), None)
+                    .row_tile(i, g, l.seqlen_q, l.seqlen_k(), None, None)
                     .has_key_block
                     == sink
         })

@@ -13,7 +13,7 @@ pub mod python;
 mod tiles;
 
 pub use metadata::{MetadataArgs, SchedulerMetadata, scheduler_metadata};
-pub use tiles::{RowTile, Tiles};
+pub use tiles::{RankKeys, RowTile, Tiles};
 
 use python::PyNum;
 use thiserror::Error;

@@ -27,6 +27,15 @@ pub struct RowTile {
     pub masked_in_first_block: bool,
 }
 
+/// A context-parallel rank's view of one sequence (mate's `EnableCP`, `cp_world_size > 1`): local
+/// key `j` is global key `j · world_size + rank` of `tot_seqlen_k` keys.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct RankKeys {
+    pub world_size: usize,
+    pub rank: usize,
+    pub tot_seqlen_k: usize,
+}
+
 fn ceil_div(a: i64, b: i64) -> i64 {
     // The device's integer ceil_div on ints: (a + b − 1) / b, truncating.
     (a + b - 1) / b
@@ -62,8 +71,14 @@ impl Tiles {
     }
 
     /// Key blocks `[n_min, n_max)` of m-block `m_block` (unsplit) for a batch with `seqlen_q`
-    /// queries and `seqlen_k` keys.
-    pub fn key_blocks(&self, m_block: usize, seqlen_q: usize, seqlen_k: usize) -> (i64, i64) {
+    /// queries and `seqlen_k` (local) keys, on a context-parallel rank where `rank` says so.
+    pub fn key_blocks(
+        &self,
+        m_block: usize,
+        seqlen_q: usize,
+        seqlen_k: usize,
+        rank: Option<RankKeys>,
+    ) -> (i64, i64) {
         let (bm, bn) = (self.tile_m as i64, self.tile_n as i64);
         let (sq, sk) = (seqlen_q as i64, seqlen_k as i64);
         let r = self.rows_per_position() as i64;
@@ -74,14 +89,23 @@ impl Tiles {
             window_right,
             attention_chunk: chunk,
         } = self.mask;
+        // mate refuses a local mask with context parallelism (F-39); its block range ignores it
+        let rank = rank.filter(|_| !is_local);
         let mut n_max = ceil_div(sk, bn);
         if is_causal || is_local {
             let m_idx_max = ceil_div((m_block as i64 + 1) * bm, r);
-            let n_idx = m_idx_max + sk - sq;
+            // a rank's causal limit is global (block_info.hpp L40-L41)
+            let tot_sk = rank.map_or(sk, |rank| rank.tot_seqlen_k as i64);
+            let n_idx = m_idx_max + tot_sk - sq;
             let mut n_token_max = n_idx + if is_local { window_right } else { 0 };
             if is_local && chunk > 0 {
                 // The end of the chunk holding n_idx − 1: ceil(n_idx / chunk) · chunk.
                 n_token_max = n_token_max.min(-(-n_idx).div_euclid(chunk) * chunk);
+            }
+            if let Some(rank) = rank {
+                // the global limit as a count of local keys, rounded as mate rounds it
+                // (block_info.hpp L49-L56)
+                n_token_max = ceil_div(n_token_max - rank.rank as i64, rank.world_size as i64);
             }
             n_max = n_max.min(ceil_div(n_token_max, bn));
         }
@@ -107,9 +131,10 @@ impl Tiles {
         seqlen_q: usize,
         seqlen_k: usize,
         last_key: Option<usize>,
+        rank: Option<RankKeys>,
     ) -> RowTile {
         let m_block = self.packed_row(position, g) / self.tile_m;
-        let (n_min, n_max) = self.key_blocks(m_block, seqlen_q, seqlen_k);
+        let (n_min, n_max) = self.key_blocks(m_block, seqlen_q, seqlen_k, rank);
         let has_key_block = n_min < n_max;
         let first_block_start = (n_max - 1) * self.tile_n as i64;
         RowTile {
@@ -148,14 +173,22 @@ mod tests {
         for (tile_m, sq) in [(128, 128), (192, 192), (256, 512)] {
             let tiles = causal_tiles(tile_m);
             let masked: Vec<usize> = (0..sq)
-                .filter(|&i| tiles.row_tile(i, 0, sq, sq, Some(i)).masked_in_first_block)
+                .filter(|&i| {
+                    tiles
+                        .row_tile(i, 0, sq, sq, Some(i), None)
+                        .masked_in_first_block
+                })
                 .collect();
             let expected: Vec<usize> = (0..sq).filter(|i| i % tile_m < tile_m - 64).collect();
             assert_eq!(masked, expected, "tile_m {tile_m}");
         }
         // tile_m = 64: the first block is the diagonal block, every row sees its first key.
         let tiles = causal_tiles(64);
-        assert!((0..64).all(|i| !tiles.row_tile(i, 0, 64, 64, Some(i)).masked_in_first_block));
+        assert!((0..64).all(|i| {
+            !tiles
+                .row_tile(i, 0, 64, 64, Some(i), None)
+                .masked_in_first_block
+        }));
     }
 
     #[test]
@@ -163,8 +196,8 @@ mod tests {
         // 300 queries, 100 keys, bottom-right aligned: rows 0..199 see nothing; m-block 0
         // (rows 0..127) ends at key index 128 + 100 − 300 < 0.
         let tiles = causal_tiles(128);
-        assert!(!tiles.row_tile(0, 0, 300, 100, None).has_key_block);
-        let row = tiles.row_tile(150, 0, 300, 100, None);
+        assert!(!tiles.row_tile(0, 0, 300, 100, None, None).has_key_block);
+        let row = tiles.row_tile(150, 0, 300, 100, None, None);
         assert!(row.has_key_block && row.masked_in_first_block);
     }
 }

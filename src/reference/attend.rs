@@ -202,14 +202,22 @@ pub fn attend_group(
 
 /// The lse of group row `r` if it attends no key: −inf, except on MUSA with a sink where the row's
 /// tile has a key block — mate keeps the row's maximum at 0 and adds `exp(sink)` to the empty sum
-/// (docs/musa-device.md D1, musa-fa3.md §7).
+/// (docs/musa-device.md D1, musa-fa3.md §7). On a context-parallel rank the tile's key blocks
+/// follow the global causal limit.
 fn empty_row_lse(p: &Problem, b: usize, hk: usize, r: usize) -> f64 {
     let batch = &p.batches[b];
     let (g, i) = (r / batch.seqlen_q, r % batch.seqlen_q);
     match (&p.tiles, &p.sinks) {
         (Some(tiles), Some(sinks))
             if tiles
-                .row_tile(i, g, batch.seqlen_q, batch.seqlen_k(), None)
+                .row_tile(
+                    i,
+                    g,
+                    batch.seqlen_q,
+                    batch.seqlen_k(),
+                    None,
+                    p.context_parallel.as_ref().map(|cp| cp.rank_keys(b)),
+                )
                 .has_key_block =>
         {
             sinks[hk * p.group_size() + g]

@@ -2,6 +2,7 @@
 //! attended key interval of a row (cuda-fa3.md D.1–D.2; musa-fa3.md §6.1–6.2).
 
 use super::Stack;
+use crate::mate::RankKeys;
 
 /// The resolved mask. Window sides are already made finite from the static sizes and capped by
 /// the chunk, so an "infinite" side never masks anything.
@@ -136,6 +137,15 @@ impl ContextParallel {
             ));
         }
         Ok(Some(self))
+    }
+
+    /// Batch `b`'s sequence as this rank's kernel sees it.
+    pub fn rank_keys(&self, b: usize) -> RankKeys {
+        RankKeys {
+            world_size: self.world_size,
+            rank: self.rank,
+            tot_seqlen_k: self.tot_seqused_k[b],
+        }
     }
 
     /// The keys `[0, hi)` row `i` of batch `b` (`sq` rows, `sk` local keys) attends to under
