@@ -33,6 +33,9 @@ pub enum Mutation {
     Keyword(&'static str, PyValue),
     /// Pass the first `n` arguments positionally instead of by keyword.
     Positional(usize),
+    /// Call mate's FA3 wrapper instead: drop the keywords its signature lacks (`ver`,
+    /// `score_mod`) and pass one of its own (`s_aux` or a context-parallel argument).
+    ForMate(&'static str, PyValue),
 }
 
 #[derive(Clone, Copy, Debug, PartialEq)]
@@ -184,6 +187,65 @@ fn targeted_scalar<R: Rng + ?Sized>(rng: &mut R) -> (Param, PyValue) {
     }
 }
 
+/// A value for one of mate's own arguments that reaches its context-parallel asserts (F-36 … F-39)
+/// and their boundaries, or an `s_aux` of the call's heads.
+fn mate_argument<R: Rng + ?Sized>(rng: &mut R, call: &KvCacheCall) -> (&'static str, PyValue) {
+    let tensor_shape = |param: Param| {
+        call.keywords
+            .iter()
+            .find(|(k, _)| k == param.name())
+            .and_then(|(_, v)| v.as_tensor())
+            .map(|t| t.shape.clone())
+    };
+    match rng.gen_range(0..4) {
+        0 => {
+            let world = [-1, 0, 1, 2, 4];
+            let value = match rng.gen_range(0..6) {
+                0 => PyValue::Float(2.0),
+                1 => PyValue::Tensor(TensorArg::with_ints(Dtype::Int64, &[2], vec![2, 2])),
+                _ => PyValue::Int(pick(rng, &world)),
+            };
+            ("cp_world_size", value)
+        }
+        1 => ("cp_rank", PyValue::Int(pick(rng, &[-1, 0, 1, 3]))),
+        2 => {
+            // the global key counts, one per sequence like cache_seqlens (or of another length)
+            let batch = tensor_shape(Param::CacheSeqlens)
+                .and_then(|shape| shape.first().copied())
+                .unwrap_or(1);
+            let batch = if rng.gen_bool(0.8) {
+                batch
+            } else {
+                extent(rng)
+            };
+            let dtype = if rng.gen_bool(0.8) {
+                Dtype::Int32
+            } else {
+                pick(rng, &Dtype::ALL)
+            };
+            let totals = (0..batch).map(|_| rng.gen_range(0..=2048)).collect();
+            let value = if dtype.is_floating_point() {
+                PyValue::Tensor(TensorArg::new(dtype, &[batch]))
+            } else {
+                PyValue::Tensor(TensorArg::with_ints(dtype, &[batch], totals))
+            };
+            ("cp_tot_seqused_k", value)
+        }
+        _ => {
+            let heads = tensor_shape(Param::Q)
+                .and_then(|shape| shape.iter().rev().nth(1).copied())
+                .unwrap_or(1);
+            let dtype = pick(rng, &[Dtype::Bfloat16, Dtype::Float32, Dtype::Float16]);
+            let value = match rng.gen_range(0..4) {
+                0 => PyValue::None,
+                1 => PyValue::Tensor(TensorArg::new(dtype, &[extent(rng)])),
+                _ => PyValue::Tensor(TensorArg::new(dtype, &[heads])),
+            };
+            ("s_aux", value)
+        }
+    }
+}
+
 impl Mutation {
     /// Draws a mutation of `call`. Changes to an argument pick one the call passes where there is
     /// one, so that most mutations change something.
@@ -194,7 +256,7 @@ impl Mutation {
             Some(param) => *param,
             None => parameter(rng),
         };
-        match rng.gen_range(0..12) {
+        match rng.gen_range(0..13) {
             0 => Mutation::PassNone(if rng.gen_bool(0.5) {
                 argument(rng, &passed)
             } else {
@@ -236,6 +298,10 @@ impl Mutation {
                 rng.gen_range(-2..=5000),
             ),
             10 => Mutation::Keyword(pick(rng, &EXTRA_KEYWORDS), small_scalar(rng)),
+            11 => {
+                let (name, value) = mate_argument(rng, call);
+                Mutation::ForMate(name, value)
+            }
             _ => Mutation::Positional(rng.gen_range(1..=34)),
         }
     }
@@ -259,6 +325,11 @@ impl Mutation {
                 call.set(param.name(), value.clone());
             }
             Mutation::Keyword(name, value) => {
+                call.set(name, value.clone());
+            }
+            Mutation::ForMate(name, value) => {
+                call.unset(Param::Ver.name());
+                call.unset(Param::ScoreMod.name());
                 call.set(name, value.clone());
             }
             Mutation::Tensor(param, tensor) => {

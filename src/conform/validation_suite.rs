@@ -88,6 +88,39 @@ fn random_call(seed: u64, index: usize, catalogue: &[KvCacheCall]) -> KvCacheCal
 mod tests {
     use super::*;
     use crate::conform::CaseResult;
+    use std::collections::BTreeSet;
+
+    /// The random calls reach mate's own arguments: its context-parallel asserts reject some, and
+    /// some calls with a context-parallel world or an `s_aux` are accepted.
+    #[test]
+    fn random_cases_reach_mates_context_parallel_asserts() {
+        let mate = profiles::by_name("mate").unwrap();
+        let (mut sites, mut accepted) = (BTreeSet::new(), 0);
+        for index in 0..4000 {
+            let call = random_call(3, index, catalogue::calls());
+            let verdict = mate.validate(&call);
+            match verdict.rejection() {
+                Some(r) => {
+                    sites.insert(r.site);
+                }
+                None => {
+                    let passes = |name: &str| call.passed(name).is_some_and(|v| !v.is_none());
+                    accepted += usize::from(passes("s_aux") || passes("cp_tot_seqused_k"));
+                }
+            }
+        }
+        for site in [
+            "musa.F-36",
+            "musa.F-36.type",
+            "musa.F-37",
+            "musa.F-38",
+            "musa.F-39",
+        ] {
+            assert!(sites.contains(site), "{site} not reached: {sites:?}");
+        }
+        assert!(accepted >= 10, "{accepted}");
+    }
+
     #[test]
     fn random_cases_are_deterministic_and_pass() {
         for index in 0..200 {
