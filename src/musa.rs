@@ -10,13 +10,16 @@
 //! between calls. Calls mate routes to its MLA decode branch give [`MusaError::MlaBranch`].
 
 use crate::call::{
-    CachedBuffer, Dtype, KvCacheCall, LayerInfo, MetadataArgsSpec, Param, SglangBackend,
+    CachedBuffer, Dtype, KvCacheCall, LayerInfo, MetadataArgsSpec, Param, PyValue, SglangBackend,
+    signature,
 };
 use crate::kernel::{self, KernelError, KernelOptions, MetadataSource};
 use crate::mate::DEFAULT_MP;
-use crate::reference::RefOutput;
+use crate::reference::{ContextParallel, RefOutput};
 use crate::scheduler::{self, MetadataError};
-use crate::tensor::{DEFAULT_MEMORY_CAP, HostTensor, MaterialiseError, Tensors, materialise};
+use crate::tensor::{
+    DEFAULT_MEMORY_CAP, HostTensor, MaterialiseError, Tensors, host_bytes, materialise,
+};
 use crate::tolerance;
 use crate::validate::profiles::{MUSA, should_update};
 use crate::validate::{Hazard, Profile, Rejection};
@@ -315,7 +318,8 @@ pub fn flash_attn_with_kvcache_on(
     let kernel_options = KernelOptions {
         mp: options.mp,
         metadata: MetadataSource::FromCall,
-        memory_cap: options.memory_cap,
+        // the kernel's buffers come on top of the materialised tensors
+        memory_cap: options.memory_cap.saturating_sub(host_bytes(&tensors)),
         ..KernelOptions::default()
     };
     let output = kernel::run(&call, &tensors, &kernel_options)?;
@@ -349,4 +353,60 @@ pub fn flash_attn_with_kvcache_on(
         num_splits: output.num_splits,
         hazards: verdict.hazards,
     })
+}
+
+/// A call to mate's FA3-compatible wrapper (profile `mate`) as one rank's call in the canonical
+/// signature: the arguments it passes, the sink `_resolve_sink` picks (`sinks`, or `s_aux` when
+/// `sinks` is None; interface.py L11-L14) as `sinks`, and its context-parallel arguments apart
+/// (world size 1 and rank 0 where not passed). `Err` says why the call has no such form: it does
+/// not bind, or a context-parallel argument is not what the kernel takes (ints, an integer
+/// tensor of non-negative totals).
+pub fn mate_rank(call: &KvCacheCall) -> Result<(KvCacheCall, ContextParallel), String> {
+    let args = signature::bind(&signature::MATE_FA3_WRAPPER, call)?;
+    let count = |param: Param| {
+        let value = args.get(param);
+        value
+            .as_int()
+            .and_then(|i| usize::try_from(i).ok())
+            .ok_or_else(|| format!("{param}={value} is not a count"))
+    };
+    let tot_seqused_k = match args.get(Param::CpTotSequsedK) {
+        PyValue::None => Vec::new(),
+        value => value
+            .as_tensor()
+            .and_then(|t| t.int_values())
+            .and_then(|totals| totals.iter().map(|&t| usize::try_from(t).ok()).collect())
+            .ok_or_else(|| {
+                format!("cp_tot_seqused_k={value} has no non-negative integer values")
+            })?,
+    };
+    let cp = ContextParallel {
+        world_size: count(Param::CpWorldSize)?,
+        rank: count(Param::CpRank)?,
+        tot_seqused_k,
+    };
+    let mate_only = [
+        Param::SAux,
+        Param::CpWorldSize,
+        Param::CpRank,
+        Param::CpTotSequsedK,
+    ];
+    let mut keywords: Vec<(String, PyValue)> = signature::MATE_FA3_WRAPPER
+        .params
+        .iter()
+        .zip(&args.params)
+        .filter(|((param, _), bound)| bound.was_passed() && !mate_only.contains(param))
+        .map(|((param, _), bound)| (param.name().to_string(), bound.value().clone()))
+        .collect();
+    let s_aux = args.get(Param::SAux);
+    if args.get(Param::Sinks).is_none() && !s_aux.is_none() {
+        keywords.retain(|(name, _)| name != Param::Sinks.name());
+        keywords.push((Param::Sinks.name().to_string(), s_aux.clone()));
+    }
+    let rank_call = KvCacheCall {
+        positional: Vec::new(),
+        keywords,
+        ..call.clone()
+    };
+    Ok((rank_call, cp))
 }

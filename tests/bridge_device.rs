@@ -6,6 +6,7 @@ use fa3conform::bridge::bundle::{RESULT_JSON, RESULT_TENSORS, names, read_bundle
 use fa3conform::bridge::tensors::{StoredTensor, TensorFile, write_tensor_file};
 use fa3conform::bridge::{ExportOptions, Pools, VerifyOptions, export, verify};
 use fa3conform::call::Dtype;
+use fa3conform::kernel::{self, KernelOptions};
 use fa3conform::musa::{self, InjectionCache, MusaOptions};
 use fa3conform::report::{Report, Status};
 use fa3conform::spec::parse_specs;
@@ -15,12 +16,17 @@ use std::path::Path;
 
 /// Exports `spec` as one musa bundle under `dir` and returns the bundle's folder.
 fn export_one(spec: serde_json::Value, dir: &Path) -> std::path::PathBuf {
+    export_as("musa", spec, dir)
+}
+
+/// Exports `spec` as one bundle of `profile` under `dir` and returns the bundle's folder.
+fn export_as(profile: &str, spec: serde_json::Value, dir: &Path) -> std::path::PathBuf {
     let report = export(&ExportOptions {
         calls: parse_specs(&spec.to_string()).unwrap(),
         out: dir.to_path_buf(),
         force: false,
         pools: Pools::Whole,
-        profile: "musa".into(),
+        profile: profile.into(),
         memory_cap: 1 << 30,
         partition: None,
     })
@@ -51,15 +57,20 @@ fn run_modelled_device(bundle_dir: &Path, overwrite: &[usize], garbage: f64) {
         out.index_axis_mut(ndarray::Axis(0), row).fill(garbage);
         lse.index_axis_mut(ndarray::Axis(1), row).fill(garbage);
     }
+    write_device_result(bundle_dir, &out, &lse);
+}
+
+/// Writes `out` and `lse` as the runner writes what a call returned (the 4-tuple).
+fn write_device_result(bundle_dir: &Path, out: &ndarray::ArrayD<f64>, lse: &ndarray::ArrayD<f64>) {
     let values = |a: &ndarray::ArrayD<f64>| a.iter().copied().collect::<Vec<_>>();
     let result = TensorFile::from([
         (
             names::OUT.to_string(),
-            StoredTensor::from_values(Dtype::Bfloat16, out.shape(), &values(&out)),
+            StoredTensor::from_values(Dtype::Bfloat16, out.shape(), &values(out)),
         ),
         (
             names::LSE.to_string(),
-            StoredTensor::from_values(Dtype::Float32, lse.shape(), &values(&lse)),
+            StoredTensor::from_values(Dtype::Float32, lse.shape(), &values(lse)),
         ),
     ]);
     write_tensor_file(&bundle_dir.join(RESULT_TENSORS), &result).unwrap();
@@ -73,9 +84,13 @@ fn run_modelled_device(bundle_dir: &Path, overwrite: &[usize], garbage: f64) {
 }
 
 fn verified(dir: &Path) -> (Status, String) {
+    verified_as("musa", dir)
+}
+
+fn verified_as(profile: &str, dir: &Path) -> (Status, String) {
     let report = verify(&VerifyOptions {
         dir: dir.to_path_buf(),
-        profile: "musa".into(),
+        profile: profile.into(),
         memory_cap: 1 << 30,
     })
     .unwrap();
@@ -136,4 +151,51 @@ fn a_negative_scale_verifies_against_the_devices_nan() {
     run_modelled_device(&bundle_dir, &[], 0.0);
     let (status, text) = verified(dir.path());
     assert_eq!(status, Status::Success, "{text}");
+}
+
+/// `export --profile mate` for calls to mate's FA3-compatible wrapper: a decode whose sink is
+/// passed as `s_aux`, and rank 1 of a context-parallel causal prefill (16 queries over 128 keys in
+/// all, 64 of them on this rank). The modelled device — the kernel path running the rank's call
+/// with the bundle's inputs, the `s_aux` tensor as the sink — verifies; a wrong row does not.
+#[test]
+fn mate_bundles_verify_against_the_ranks_kernel_path() {
+    let decode = json!({"id": "mate-s-aux", "seed": 3, "args": {
+        "q": tensor(&[4, 8, 128]), "k_cache": tensor(&[8, 16, 2, 128]),
+        "v_cache": tensor(&[8, 16, 2, 128]), "cache_seqlens": ints(&[17, 30, 1, 9]),
+        "page_table": {"tensor": {"shape": [4, 2], "dtype": "int32",
+                                  "values": [0, 1, 2, 3, 4, 5, 6, 7]}},
+        "cu_seqlens_q": ints(&[0, 1, 2, 3, 4]), "max_seqlen_q": 1, "causal": true,
+        "s_aux": tensor(&[8]), "return_softmax_lse": true}});
+    let rank = json!({"id": "mate-cp-rank-1", "seed": 5, "args": {
+        "q": tensor(&[1, 16, 8, 128]), "k_cache": tensor(&[1, 64, 2, 128]),
+        "v_cache": tensor(&[1, 64, 2, 128]), "cache_seqlens": ints(&[64]), "causal": true,
+        "cp_world_size": 2, "cp_rank": 1, "cp_tot_seqused_k": ints(&[128]),
+        "return_softmax_lse": true}});
+    for spec in [decode, rank] {
+        let dir = tempfile::tempdir().unwrap();
+        let bundle_dir = export_as("mate", spec.clone(), dir.path());
+        let bundle = read_bundle(&bundle_dir, 1 << 30).unwrap();
+        assert!(bundle.expected.is_some(), "{spec}");
+        let (rank_call, cp) = musa::mate_rank(&bundle.call).unwrap();
+        let mut tensors: Tensors = bundle
+            .inputs
+            .iter()
+            .map(|(name, t)| (name.replace("s_aux", "sinks"), t.to_host()))
+            .collect();
+        tensors.remove("cp_tot_seqused_k");
+        let kernel_options = KernelOptions {
+            context_parallel: Some(cp),
+            ..KernelOptions::default()
+        };
+        let output = kernel::run(&rank_call, &tensors, &kernel_options).unwrap();
+        let (out, lse) = (output.out.data, output.lse.data);
+        write_device_result(&bundle_dir, &out, &lse);
+        let (status, text) = verified_as("mate", dir.path());
+        assert_eq!(status, Status::Success, "{text}");
+        let mut wrong = out.clone();
+        wrong.index_axis_mut(ndarray::Axis(0), 0).fill(12345.0);
+        write_device_result(&bundle_dir, &wrong, &lse);
+        let (status, text) = verified_as("mate", dir.path());
+        assert_eq!(status, Status::Findings, "{text}");
+    }
 }

@@ -492,3 +492,89 @@ fn endless_input_files_are_refused_at_the_cap() {
         );
     }
 }
+
+/// Calls written for mate's FA3-compatible wrapper, certified with `--profile mate`: `mate` is the
+/// gate, and `--numerics` runs each as one rank's call on the kernel path (a decode whose sink is
+/// `s_aux`; rank 1 of a context-parallel causal prefill).
+#[test]
+fn certify_with_profile_mate_gates_on_mate_and_computes_its_numbers() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("mate-calls.jsonl");
+    let calls = [
+        r#"{"id": "s-aux", "args": {"q": {"tensor": {"shape": [4, 8, 128], "dtype": "bfloat16"}},
+            "k_cache": {"tensor": {"shape": [8, 16, 2, 128], "dtype": "bfloat16"}},
+            "v_cache": {"tensor": {"shape": [8, 16, 2, 128], "dtype": "bfloat16"}},
+            "cache_seqlens": {"tensor": {"shape": [4], "dtype": "int32", "values": [17, 30, 1, 9]}},
+            "page_table": {"tensor": {"shape": [4, 2], "dtype": "int32", "values": [0, 1, 2, 3, 4, 5, 6, 7]}},
+            "cu_seqlens_q": {"tensor": {"shape": [5], "dtype": "int32", "values": [0, 1, 2, 3, 4]}},
+            "max_seqlen_q": 1, "causal": true,
+            "s_aux": {"tensor": {"shape": [8], "dtype": "bfloat16"}}}}"#,
+        r#"{"id": "cp-rank-1", "args": {"q": {"tensor": {"shape": [1, 16, 8, 128], "dtype": "bfloat16"}},
+            "k_cache": {"tensor": {"shape": [1, 64, 2, 128], "dtype": "bfloat16"}},
+            "v_cache": {"tensor": {"shape": [1, 64, 2, 128], "dtype": "bfloat16"}},
+            "cache_seqlens": {"tensor": {"shape": [1], "dtype": "int32", "values": [64]}},
+            "causal": true, "cp_world_size": 2, "cp_rank": 1,
+            "cp_tot_seqused_k": {"tensor": {"shape": [1], "dtype": "int32", "values": [128]}}}}"#,
+    ];
+    let lines: Vec<String> = calls.iter().map(|c| c.replace('\n', " ")).collect();
+    std::fs::write(&path, lines.join("\n")).unwrap();
+    let path = path.to_str().unwrap();
+    let output = fa3conform(&[
+        "certify",
+        "--profile",
+        "mate",
+        path,
+        "--numerics",
+        "--format",
+        "json",
+    ]);
+    assert_eq!(
+        output.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&output.stdout)
+    );
+    let doc: serde_json::Value = serde_json::from_slice(&output.stdout).unwrap();
+    for call in doc["calls"].as_array().unwrap() {
+        assert_eq!(call["certified"], true, "{call}");
+        assert_eq!(call["numerics"]["status"], "within-tolerance", "{call}");
+    }
+    // the same calls for SGLang's wrapper: musa is the gate and refuses mate's own keywords
+    let output = fa3conform(&["certify", "--profile", "musa", "--profile", "mate", path]);
+    assert_eq!(output.status.code(), Some(1));
+    let text = String::from_utf8(output.stdout).unwrap();
+    assert!(text.contains("0 of 2 calls certified for musa"), "{text}");
+    let output = fa3conform(&["certify", "--profile", "mate", path]);
+    let text = String::from_utf8(output.stdout).unwrap();
+    assert!(text.contains("2 of 2 calls certified for mate"), "{text}");
+}
+
+/// `--numerics` under a cap the call's tensors fit but not with the kernel path's buffers on top:
+/// the numbers are "not run" with the kernel's own figure, and the call stays certified. The
+/// example's tensors take 4,210,832 bytes materialised (526,354 f64 values).
+#[test]
+fn certify_numerics_over_the_kernels_memory_cap_are_not_run() {
+    const KERNEL_CAP_EXAMPLE: &str = "4250000";
+    let output = fa3conform(&[
+        "certify",
+        "examples/decode-paged.json",
+        "--numerics",
+        "--format",
+        "json",
+        "--memory-cap",
+        KERNEL_CAP_EXAMPLE,
+    ]);
+    assert_eq!(output.status.code(), Some(0));
+    let doc: serde_json::Value = serde_json::from_slice(&output.stdout).unwrap();
+    let numerics = &doc["calls"][0]["numerics"];
+    assert_eq!(numerics["status"], "not-run", "{numerics}");
+    let detail = numerics["detail"].as_str().unwrap();
+    assert!(
+        detail.starts_with("not run: the kernel path needs ")
+            && detail.ends_with(&format!(
+                "bytes besides the call's tensors (4210832 bytes), over the cap of \
+                 {KERNEL_CAP_EXAMPLE} bytes (raise it with --memory-cap)"
+            )),
+        "{detail}"
+    );
+}

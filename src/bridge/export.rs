@@ -12,7 +12,7 @@ use crate::certify::certify_call;
 use crate::certify::numerics::with_described_metadata;
 use crate::device;
 use crate::mate::DEFAULT_MP;
-use crate::musa::MusaOptions;
+use crate::musa::{self, MusaOptions};
 use crate::partition::Partition;
 use crate::reference::{self, Precision, RefError, RefOutput, Stack};
 use crate::report::documents::export as doc;
@@ -120,10 +120,12 @@ impl Report for ExportReport {
     }
 }
 
-/// The reference's conventions for a profile (`fa3-stable` differs from `fa3` only in messages).
+/// The reference's conventions for a profile (`fa3-stable` differs from `fa3` only in messages,
+/// `mate` from `musa` in its entry point).
 pub fn stack_of(profile: &str) -> Option<Stack> {
     match profile {
         "fa3-stable" => Some(Stack::Fa3),
+        "mate" => Some(Stack::Musa),
         name => Stack::ALL.into_iter().find(|s| s.name() == name),
     }
 }
@@ -185,6 +187,7 @@ pub enum Pools {
 /// changes no profile's verdict.
 fn bundle_call(
     call: &KvCacheCall,
+    profile: &'static dyn Profile,
     pools: Pools,
     cap_bytes: usize,
 ) -> Result<(KvCacheCall, Option<SlimCall>), String> {
@@ -193,20 +196,31 @@ fn bundle_call(
     let call = with_int_values(&call, &indices);
     let slimmed = match pools {
         Pools::Whole => None,
-        Pools::Slim => slim(&call)
-            .filter(|s| verdict_records(&s.call, cap_bytes) == verdict_records(&call, cap_bytes)),
+        Pools::Slim => slim(&call).filter(|s| {
+            verdict_records(&s.call, profile, cap_bytes)
+                == verdict_records(&call, profile, cap_bytes)
+        }),
     };
     Ok((call, slimmed))
 }
 
-/// The default profiles' verdicts on `call`, the gate profile's with the stale-metadata findings
+/// The default profiles' verdicts on `call` and, when it is not among them, the verdict of the
+/// `profile` the bundle is exported for; the gate profile's with the stale-metadata findings
 /// `certify` adds, reading the call's integer tensors within `cap_bytes`.
-pub fn verdict_records(call: &KvCacheCall, cap_bytes: usize) -> Vec<VerdictRecord> {
+pub fn verdict_records(
+    call: &KvCacheCall,
+    profile: &'static dyn Profile,
+    cap_bytes: usize,
+) -> Vec<VerdictRecord> {
     let device = MusaOptions {
         mp: DEFAULT_MP,
         memory_cap: cap_bytes,
     };
-    certify_call(call, &profiles::defaults(), &device)
+    let mut shown = profiles::defaults();
+    if shown.iter().all(|p| p.name() != profile.name()) {
+        shown.push(profile);
+    }
+    certify_call(call, &shown, &device)
         .verdicts
         .iter()
         .map(VerdictRecord::from)
@@ -218,11 +232,11 @@ pub fn verdict_records(call: &KvCacheCall, cap_bytes: usize) -> Vec<VerdictRecor
 /// made gets a skipped bundle that says why.
 pub fn bundle_for(
     call: &KvCacheCall,
-    profile: &dyn Profile,
+    profile: &'static dyn Profile,
     cap_bytes: usize,
     pools: Pools,
 ) -> CaseBundle {
-    let verdicts = verdict_records(call, cap_bytes);
+    let verdicts = verdict_records(call, profile, cap_bytes);
     let skipped = |call: &KvCacheCall, verdicts: Vec<VerdictRecord>, reason: String| CaseBundle {
         call: call.clone(),
         inputs: TensorFile::new(),
@@ -231,7 +245,7 @@ pub fn bundle_for(
         pool: None,
         skipped: Some(reason),
     };
-    let (whole, slimmed) = match bundle_call(call, pools, cap_bytes) {
+    let (whole, slimmed) = match bundle_call(call, profile, pools, cap_bytes) {
         Ok(found) => found,
         Err(reason) => return skipped(call, verdicts, reason),
     };
@@ -277,14 +291,14 @@ fn inputs_and_numbers(
             let stack = stack_of(profile.name()).ok_or_else(|| {
                 format!("no reference conventions for profile {}", profile.name())
             })?;
-            let (exact, lowprec) = expected_references(call, &tensors, stack)
+            let (meaning, exact, lowprec) = expected_references(call, &tensors, profile, stack)
                 .map_err(|e| format!("accepted by {}, but the reference: {e}", profile.name()))?;
             let dtype = |name: &str| tensors.get(name).map_or(exact.dtype, |t| t.dtype);
             Some(ExpectedNumbers::new(
                 profile.name(),
                 out_dtype(stack, exact.dtype),
                 (dtype("k_cache"), dtype("v_cache")),
-                returned_values(call, stack),
+                returned_values(&meaning, stack),
                 &exact,
                 &lowprec,
             ))
@@ -293,19 +307,45 @@ fn inputs_and_numbers(
     Ok((inputs, expected))
 }
 
-/// What a device running `call` on `stack` must return: on MUSA the device's departures from
-/// clean attention overlaid and the elements it leaves undefined marked (docs/musa-device.md);
-/// elsewhere the reference.
+/// What a device running `call` as `profile` (on `stack`) must return, and the call in the
+/// canonical signature whose meaning that is: on MUSA the device's departures from clean
+/// attention overlaid and the elements it leaves undefined marked (docs/musa-device.md);
+/// elsewhere the reference. A call to mate's FA3 wrapper means one rank's call
+/// ([`musa::mate_rank`]); with context parallelism its numbers are the reference's for that rank
+/// (the device model's departures are modelled for single-rank calls only).
 fn expected_references(
     call: &KvCacheCall,
     tensors: &Tensors,
+    profile: &dyn Profile,
     stack: Stack,
-) -> Result<(RefOutput, RefOutput), RefError> {
-    if stack == Stack::Musa {
-        return device::musa_references(call, tensors);
+) -> Result<(KvCacheCall, RefOutput, RefOutput), String> {
+    let both = |run: &dyn Fn(Precision) -> Result<RefOutput, RefError>| {
+        Ok::<_, RefError>((run(Precision::Exact)?, run(Precision::LowPrecision)?))
+    };
+    if profile.name() == "mate" {
+        let (rank_call, cp) = musa::mate_rank(call)?;
+        // the tensor passed as s_aux is the sink when sinks is not given
+        let mut tensors = tensors.clone();
+        if !tensors.contains_key("sinks") {
+            if let Some(sink) = tensors.remove("s_aux") {
+                tensors.insert("sinks".to_string(), sink);
+            }
+        }
+        let (exact, lowprec) = if cp.world_size <= 1 {
+            device::musa_references(&rank_call, &tensors)
+        } else {
+            both(&|precision| reference::run_on_rank(&rank_call, &tensors, &cp, precision))
+        }
+        .map_err(|e| e.to_string())?;
+        return Ok((rank_call, exact, lowprec));
     }
-    let run = |precision| reference::run(call, tensors, stack, precision);
-    Ok((run(Precision::Exact)?, run(Precision::LowPrecision)?))
+    let (exact, lowprec) = if stack == Stack::Musa {
+        device::musa_references(call, tensors)
+    } else {
+        both(&|precision| reference::run(call, tensors, stack, precision))
+    }
+    .map_err(|e| e.to_string())?;
+    Ok((call.clone(), exact, lowprec))
 }
 
 /// A folder name for a case id: the id with anything unusual replaced, or `case-<index>`.

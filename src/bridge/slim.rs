@@ -343,9 +343,9 @@ mod tests {
             let slimmed = slimmed.unwrap();
             prop_assert!(slimmed.call.passed("k_cache").unwrap().as_tensor().unwrap().shape[0] < slimmed.pool_rows);
             // Every profile judges the slim call as it judges the whole one.
-            prop_assert_eq!(verdict_records(&slimmed.call, CAP), verdict_records(&inlined, CAP));
-
             let musa = profiles::by_name("musa").unwrap();
+            prop_assert_eq!(verdict_records(&slimmed.call, musa, CAP), verdict_records(&inlined, musa, CAP));
+
             let whole = bundle_for(&call, musa, CAP, Pools::Whole);
             let slim = bundle_for(&call, musa, CAP, Pools::Slim);
             prop_assert_eq!(&whole.skipped, &None);
@@ -393,7 +393,10 @@ mod tests {
             .set("page_table", ints(&[2, 32], table));
         let musa = profiles::by_name("musa").unwrap();
         let s = slim(&call).expect("slims");
-        assert_eq!(verdict_records(&s.call, CAP), verdict_records(&call, CAP));
+        assert_eq!(
+            verdict_records(&s.call, musa, CAP),
+            verdict_records(&call, musa, CAP)
+        );
         let bundle = bundle_for(&call, musa, CAP, Pools::Slim);
         assert_eq!(bundle.skipped, None);
         // mate loads this call's keys in blocks of 64 (bf16, head dim 128): 100 keys are 2 blocks,
@@ -445,6 +448,9 @@ mod tests {
         assert_eq!(s.rows["k_cache"], [0, 3, 7, 12, 20, 21, 30]);
         let table = s.call.passed("page_table").unwrap().as_tensor().unwrap();
         assert_eq!(table.int_values(), Some(vec![2, 1, 6, 3, 4, 5]));
-        assert_eq!(verdict_records(&s.call, CAP), verdict_records(&call, CAP));
+        assert_eq!(
+            verdict_records(&s.call, musa, CAP),
+            verdict_records(&call, musa, CAP)
+        );
     }
 }

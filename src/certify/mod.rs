@@ -2,8 +2,9 @@
 //! and a one-line compatibility summary, as human text, JSON or JUnit XML; with `--numerics`, the
 //! numbers of each accepted call on the modelled MUSA stack against the reference ([`numerics`]).
 //!
-//! The report's status is a success when every call is accepted by `musa` with no error-severity
-//! hazard (and, with `--numerics`, no numeric difference), findings otherwise. A call that cannot
+//! The report's status is a success when every call is accepted by the gate profile (`musa`, or
+//! `mate` for calls written for mate's FA3-compatible wrapper: `--profile mate` without `musa`)
+//! with no error-severity hazard (and, with `--numerics`, no numeric difference), findings otherwise. A call that cannot
 //! be read (a bad JSON line, an invalid array element) is reported as such and the others are
 //! still certified: the status is then an input error. A source that cannot be read at all is an
 //! [`Error`].
@@ -24,8 +25,19 @@ use numerics::Numerics;
 use std::io::{self, Write};
 use std::path::PathBuf;
 
-/// The profile whose verdict decides the status.
+/// The profile whose verdict decides the status, unless the selection says the calls are written
+/// for mate's own entry point ([`gate_of`]).
 pub const GATE_PROFILE: &str = "musa";
+
+/// The profile whose verdict decides a call's status: `mate` when the selected profiles include
+/// it and not `musa` (calls written for mate's FA3-compatible wrapper), else [`GATE_PROFILE`].
+pub fn gate_of(selected: &[&'static dyn Profile]) -> &'static dyn Profile {
+    let named = |name: &str| selected.iter().find(|p| p.name() == name).copied();
+    match (named(GATE_PROFILE), named("mate")) {
+        (None, Some(mate)) => mate,
+        _ => profiles::by_name(GATE_PROFILE).expect("the gate profile is registered"),
+    }
+}
 
 /// What `certify` checks.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -87,33 +99,42 @@ impl CallReport {
     }
 }
 
-/// Validates `call` against `selected`, plus the gate profile. A call the gate profile accepts
-/// also gets the stale-metadata findings (whether the scheduler metadata it passes, or that
-/// SGLang would inject, or that `metadata_args` describe, matches the call) and the device's
-/// departures from clean attention it runs into ([`device::findings`]).
-/// `device` is the modelled device (multiprocessor count) and the memory cap the index tensors
-/// those findings read must fit in.
+/// Validates `call` against `selected`, plus the gate profile ([`gate_of`]). A call the gate
+/// profile accepts also gets the stale-metadata findings (whether the scheduler metadata it
+/// passes, or that SGLang would inject, or that `metadata_args` describe, matches the call) and
+/// the device's departures from clean attention it runs into ([`device::findings`]); for `mate`,
+/// those of its call in the canonical signature, and none with context parallelism (both models
+/// are of a single rank). `device` is the modelled device (multiprocessor count) and the memory
+/// cap the index tensors those findings read must fit in.
 pub fn certify_call(
     call: &KvCacheCall,
     selected: &[&'static dyn Profile],
     device: &MusaOptions,
 ) -> CallReport {
-    let mut gate = profiles::by_name(GATE_PROFILE)
-        .expect("the gate profile is registered")
-        .validate(call);
+    let gate_profile = gate_of(selected);
+    let mut gate = gate_profile.validate(call);
     if let Some(resolved) = gate.resolved() {
-        let departures = device::findings(call, resolved);
-        gate.hazards.extend(stale_metadata_findings_on(
-            call,
-            device.mp,
-            device.memory_cap,
-        ));
-        gate.hazards.extend(departures);
+        let single_rank = match gate_profile.name() {
+            GATE_PROFILE => Some(call.clone()),
+            _ => crate::musa::mate_rank(call)
+                .ok()
+                .filter(|(_, cp)| cp.world_size <= 1)
+                .map(|(rank_call, _)| rank_call),
+        };
+        if let Some(single) = single_rank {
+            let departures = device::findings(&single, resolved);
+            gate.hazards.extend(stale_metadata_findings_on(
+                &single,
+                device.mp,
+                device.memory_cap,
+            ));
+            gate.hazards.extend(departures);
+        }
     }
     let verdicts: Vec<Verdict> = selected
         .iter()
         .map(|p| {
-            if p.name() == GATE_PROFILE {
+            if p.name() == gate.profile {
                 gate.clone()
             } else {
                 p.validate(call)
@@ -206,7 +227,10 @@ pub fn certify(options: &CertifyOptions) -> Result<CertifyReport, Error> {
                 *report = certify_call(&in_process, &selected, &musa);
             }
             if report.gate.resolved().is_some() {
-                report.numerics = Some(numerics::check(call, &mut cache, &musa));
+                report.numerics = Some(match report.gate.profile {
+                    GATE_PROFILE => numerics::check(call, &mut cache, &musa),
+                    _ => numerics::check_mate(call, &musa),
+                });
             }
             progress.inc(1);
         }
@@ -258,9 +282,13 @@ impl Report for CertifyReport {
             0 => String::new(),
             n => format!(" ({n} could not be read)"),
         };
+        let gate = self
+            .reports
+            .first()
+            .map_or(GATE_PROFILE, |r| r.gate.profile);
         writeln!(
             out,
-            "{passed} of {} calls certified for {GATE_PROFILE}{unreadable}",
+            "{passed} of {} calls certified for {gate}{unreadable}",
             self.reports.len() + self.invalid.len()
         )
     }
@@ -474,7 +502,8 @@ pub fn render_human_call(call: &KvCacheCall, report: &CallReport) -> String {
     }
     if let Some(numerics) = &report.numerics {
         out.push_str(&format!(
-            "  numerics ({GATE_PROFILE}): {}\n",
+            "  numerics ({}): {}\n",
+            report.gate.profile,
             numerics.describe()
         ));
     }

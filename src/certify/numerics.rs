@@ -3,14 +3,16 @@
 //! device) with the metadata it would get — the `scheduler_metadata` values the spec gives, else
 //! the buffer its `metadata_args` describe, else what SGLang injects (with the injection cache
 //! shared by the file's calls in order, as one process would) — and through the f64 and
-//! low-precision references; the tolerance rule ([`crate::tolerance`]) judges.
+//! low-precision references; the tolerance rule ([`crate::tolerance`]) judges. A call to mate's
+//! FA3-compatible wrapper (certified with `--profile mate`) runs as one rank's call on the kernel
+//! path ([`check_mate`]).
 
 use crate::call::{KvCacheCall, PyValue};
 use crate::kernel::{self, KernelError, KernelOptions};
 use crate::musa::{self, InjectionCache, MusaError, MusaOptions};
 use crate::reference::{self, ContextParallel, Precision, Stack};
 use crate::scheduler::get_scheduler_metadata;
-use crate::tensor::materialise;
+use crate::tensor::{Tensors, host_bytes, materialise};
 use crate::tolerance::Report;
 
 /// What the numeric check found for one call.
@@ -77,8 +79,8 @@ pub fn check(call: &KvCacheCall, cache: &mut InjectionCache, options: &MusaOptio
             return Numerics::NotRun(format!("the stack raises {rejection}"));
         }
         // Over the memory cap is the host's limit, not the device's.
-        Err(e @ MusaError::Kernel(KernelError::OverCap { .. })) => {
-            return Numerics::NotRun(e.to_string());
+        Err(MusaError::Kernel(KernelError::OverCap { needed, .. })) => {
+            return over_the_cap(needed, &tensors, options);
         }
         // The kernel path refuses what the device would race on or read out of bounds for; the
         // hazards name it.
@@ -98,6 +100,19 @@ pub fn check(call: &KvCacheCall, cache: &mut InjectionCache, options: &MusaOptio
     }
 }
 
+/// Runs a call to mate's FA3-compatible wrapper (profile `mate`, which must have accepted it) on
+/// the kernel path and the references: one rank's call ([`musa::mate_rank`]) with the
+/// metadata its `metadata_args` describe. No SGLang wrapper, so nothing is injected.
+pub fn check_mate(call: &KvCacheCall, options: &MusaOptions) -> Numerics {
+    let rank = musa::mate_rank(call).and_then(|(rank_call, cp)| {
+        with_described_metadata(&rank_call, options.mp).map(|rank_call| (rank_call, cp))
+    });
+    match rank {
+        Ok((rank_call, cp)) => check_rank(&rank_call, &cp, options),
+        Err(why) => Numerics::NotRun(why),
+    }
+}
+
 /// Runs one rank of a context-parallel call through mate's FA3 wrapper — `call` in the canonical
 /// signature, its context-parallel arguments `cp`, its metadata values given — on the kernel path
 /// and the references ([`reference::run_on_rank`]). The `mate` profile must have accepted it.
@@ -109,13 +124,14 @@ pub fn check_rank(call: &KvCacheCall, cp: &ContextParallel, options: &MusaOption
     };
     let kernel_options = KernelOptions {
         mp: options.mp,
-        memory_cap: options.memory_cap,
+        // the kernel's buffers come on top of the materialised tensors
+        memory_cap: options.memory_cap.saturating_sub(host_bytes(&tensors)),
         context_parallel: Some(cp.clone()),
         ..KernelOptions::default()
     };
     let output = match kernel::run(&call, &tensors, &kernel_options) {
         Ok(output) => output,
-        Err(e @ KernelError::OverCap { .. }) => return Numerics::NotRun(e.to_string()),
+        Err(KernelError::OverCap { needed, .. }) => return over_the_cap(needed, &tensors, options),
         Err(e) => return Numerics::Differs(format!("the device would not compute this call: {e}")),
     };
     let run = |precision| reference::run_on_rank(&call, &tensors, cp, precision);
@@ -126,6 +142,17 @@ pub fn check_rank(call: &KvCacheCall, cp: &ContextParallel, options: &MusaOption
         },
         (Err(e), _) | (_, Err(e)) => Numerics::NotRun(format!("the reference: {e}")),
     }
+}
+
+/// Not run: the kernel path's buffers do not fit in what the materialised tensors leave of the
+/// cap.
+fn over_the_cap(needed: u128, tensors: &Tensors, options: &MusaOptions) -> Numerics {
+    Numerics::NotRun(format!(
+        "the kernel path needs {needed} bytes besides the call's tensors ({} bytes), over the \
+         cap of {} bytes (raise it with --memory-cap)",
+        host_bytes(tensors),
+        options.memory_cap
+    ))
 }
 
 /// `call` passing the buffer its `metadata_args` describe on a device with `mp` multiprocessors,

@@ -51,6 +51,12 @@ impl HostTensor {
 /// The materialised tensor arguments of one call, by canonical parameter name.
 pub type Tensors = BTreeMap<String, HostTensor>;
 
+/// The bytes materialised tensors hold (f64 values), as [`materialise`] counts them against the
+/// cap: what a later stage of the same call has left of it.
+pub fn host_bytes(tensors: &Tensors) -> usize {
+    tensors.values().map(|t| t.data.len() * 8).sum()
+}
+
 #[derive(Debug, Error, PartialEq)]
 pub enum MaterialiseError {
     #[error(
