@@ -1,15 +1,18 @@
 #!/usr/bin/env python3
-"""Shadow differential oracle: runs call specs through the REAL SGLang MUSA wrapper and mate.
+"""Shadow differential oracle: runs call specs through the REAL SGLang MUSA wrapper or mate.
 
-    venv/bin/python harness.py SPECS.jsonl [more files] --out results.jsonl
+    venv/bin/python harness.py SPECS.jsonl [more files] --out results.jsonl [--entry sglang|mate]
 
 Every call spec (fa3conform's format: one object, an array, or JSON lines) is rebuilt exactly as the
-spec writes it and passed to the real
-`sglang.srt.hardware_backend.musa.attention.flashattention_backend.flash_attn_with_kvcache`
-(sglang@082898472f), which calls the real mate v0.2.2 Python (flash_attn_3 wrapper ->
-mate.mha_interface -> _fmha_fwd / _fmha_get_metadata / _fmha_fwd_combine).  Stubs sit only at the
-compiled boundary (jit_stub.py), at the device (musa_device.py) and at import-time scaffolding
-(sglang_stubs.py); each file says what it replaces and why it cannot change a verdict.
+spec writes it and passed to the entry point (entries.py):
+  sglang (default)  the real `sglang.srt.hardware_backend.musa.attention.flashattention_backend.
+                    flash_attn_with_kvcache` (sglang@082898472f), which calls the next one;
+  mate              the real mate v0.2.2 FA3 wrapper `flash_attn_interface.flash_attn_with_kvcache`
+                    (flash_attn_3.interface), called directly: no SGLang module is loaded.
+Below both runs the real mate Python (mate.mha_interface -> _fmha_fwd / _fmha_get_metadata /
+_fmha_fwd_combine).  Stubs sit only at the compiled boundary (jit_stub.py), at the device
+(musa_device.py) and, for the sglang entry, at import-time scaffolding (sglang_stubs.py); each file
+says what it replaces and why it cannot change a verdict.
 
 One result line per call:
   {"index", "id", "outcome": "accepted"|"rejected"|"skipped", "exception", "message",
@@ -46,23 +49,13 @@ import torch  # noqa: E402
 
 import musa_device  # noqa: E402  (must run before mate / sglang touch devices)
 import jit_stub  # noqa: E402
-import sglang_stubs  # noqa: E402
+import entries  # noqa: E402
 
-import flash_attn_interface  # noqa: E402,F401  real mate wrapper (flash_attn_3)
+import flash_attn_interface  # noqa: E402  real mate wrapper (flash_attn_3)
 jit_stub.install()
-WRAPPER = sglang_stubs.install()
-import sglang.srt.runtime_context as runtime_context  # noqa: E402  (real)
 
 UPSTREAM_ROOTS = {str(MATE): "mate", str(SGLANG): "sglang"}
 
-CANONICAL_PARAMS = (
-    "q", "k_cache", "v_cache", "k", "v", "qv", "rotary_cos", "rotary_sin", "cache_seqlens",
-    "cache_batch_idx", "cache_leftpad", "page_table", "cu_seqlens_q", "cu_seqlens_k_new",
-    "max_seqlen_q", "rotary_seqlens", "q_descale", "k_descale", "v_descale", "softmax_scale",
-    "causal", "window_size", "attention_chunk", "softcap", "rotary_interleaved",
-    "scheduler_metadata", "num_splits", "pack_gqa", "sm_margin", "return_softmax_lse", "sinks",
-    "score_mod", "aux_tensors", "ver",
-)
 DTYPES = {
     "float16": torch.float16, "half": torch.float16, "bfloat16": torch.bfloat16,
     "float8_e4m3fn": torch.float8_e4m3fn, "float8_e5m2": torch.float8_e5m2,
@@ -274,14 +267,15 @@ def build_tensor(spec: dict, name: str, seed, dims, done: dict, default_device="
     return musa_device.on_device(inner, device), (vals if integer else None)
 
 
-def build_call(call: dict):
-    """(positional, keywords) exactly as the spec writes them."""
+def build_call(call: dict, params: tuple):
+    """(positional, keywords) exactly as the spec writes them; `params`: the entry's parameter order,
+    which names the positional slots."""
     seed = call.get("seed", 0)
     positional_spec = call.get("positional", []) or []
     args_spec = call.get("args", {}) or {}
     bound = {}
     for i, v in enumerate(positional_spec):
-        bound[CANONICAL_PARAMS[i] if i < len(CANONICAL_PARAMS) else f"arg{i}"] = v
+        bound[params[i] if i < len(params) else f"arg{i}"] = v
     for k, v in args_spec.items():
         bound.setdefault(k, v)
     dims = dims_of(bound)
@@ -306,10 +300,10 @@ def build_call(call: dict):
 
     positional = []
     for i, _ in enumerate(positional_spec):
-        positional.append(built[CANONICAL_PARAMS[i] if i < len(CANONICAL_PARAMS) else f"arg{i}"])
+        positional.append(built[params[i] if i < len(params) else f"arg{i}"])
     keywords = {}
     for k, v in args_spec.items():
-        if k in bound and k in CANONICAL_PARAMS[:len(positional_spec)]:
+        if k in bound and k in params[:len(positional_spec)]:
             keywords[k] = rebuild(v, cache[k])  # same name given twice: a second object, as Python would
         else:
             keywords[k] = built[k]
@@ -335,7 +329,7 @@ def _upstream_caches():
     """Every `functools.lru_cache`/`cache` of mate's and SGLang's loaded modules."""
     caches = []
     for name, module in list(sys.modules.items()):
-        if not name.startswith(("mate", "sglang", "flash_attn_interface")):
+        if not name.startswith(("mate", "sglang", "flash_attn_interface", "flash_attn_3")):
             continue
         for value in list(vars(module).values()):
             if callable(getattr(value, "cache_clear", None)) and hasattr(value, "cache_info"):
@@ -351,38 +345,63 @@ def clear_upstream_caches() -> None:
         cached.cache_clear()
 
 
-def prepare_context(context) -> None:
-    clear_upstream_caches()
-    WRAPPER._MATE_NO_MLA_SCHEDULER_METADATA_DICT.clear()
-    runtime_context.reset_context()
-    for var in ("SGLANG_MUSA_FA3_FORCE_UPDATE_METADATA", "SGLANG_PP_LAYER_PARTITION"):
-        os.environ.pop(var, None)
-    state = (context or {}).get("sglang_backend")
-    if state is None:
-        WRAPPER._CURRENT_BACKEND = None
-        return
-    layer = state.get("layer")
-    # The attributes MusaFlashAttentionBackend.__init__/_set_current_state set and the wrapper reads;
-    # defaults as fa3conform's SglangBackend::default().
-    WRAPPER._CURRENT_BACKEND = types.SimpleNamespace(
-        _current_prefix=state.get("prefix", "forward_decode"),
-        _current_layer=None if layer is None else types.SimpleNamespace(**layer),
-        _current_max_seqlen_k=state.get("max_seqlen_k"),
-        _current_can_run_tbo=state.get("can_run_tbo", False),
-        num_hidden_layers=state.get("num_hidden_layers", 1),
-        first_k_dense_replace=state.get("first_k_dense_replace"),
-        full_attention_interval=state.get("full_attention_interval"),
-        use_mla=state.get("use_mla", False),
-        device=musa_device.MUSA,
-    )
-    sglang_stubs.PP_STATE.rank_in_group = state.get("pp_rank", 0)
-    sglang_stubs.PP_STATE.world_size = state.get("pp_world_size", 1)
-    for key, var in (("force_update_metadata", "SGLANG_MUSA_FA3_FORCE_UPDATE_METADATA"),
-                     ("pp_layer_partition", "SGLANG_PP_LAYER_PARTITION")):
-        if state.get(key) is not None:
-            os.environ[var] = state[key]
-    for prefix in state.get("cached_prefixes") or []:
-        WRAPPER._MATE_NO_MLA_SCHEDULER_METADATA_DICT[prefix] = _CachedSentinel()
+class SglangEntry:
+    """SGLang's wrapper, with the module state its metadata injection reads set from the spec's
+    `context.sglang_backend`."""
+
+    def __init__(self):
+        import sglang_stubs
+        self.stubs = sglang_stubs
+        self.wrapper = sglang_stubs.install()
+        import sglang.srt.runtime_context as runtime_context  # (real)
+        self.runtime_context = runtime_context
+        self.function = self.wrapper.flash_attn_with_kvcache
+
+    def prepare(self, context) -> None:
+        wrapper = self.wrapper
+        wrapper._MATE_NO_MLA_SCHEDULER_METADATA_DICT.clear()
+        self.runtime_context.reset_context()
+        for var in ("SGLANG_MUSA_FA3_FORCE_UPDATE_METADATA", "SGLANG_PP_LAYER_PARTITION"):
+            os.environ.pop(var, None)
+        state = (context or {}).get("sglang_backend")
+        if state is None:
+            wrapper._CURRENT_BACKEND = None
+            return
+        layer = state.get("layer")
+        # The attributes MusaFlashAttentionBackend.__init__/_set_current_state set and the wrapper
+        # reads; defaults as fa3conform's SglangBackend::default().
+        wrapper._CURRENT_BACKEND = types.SimpleNamespace(
+            _current_prefix=state.get("prefix", "forward_decode"),
+            _current_layer=None if layer is None else types.SimpleNamespace(**layer),
+            _current_max_seqlen_k=state.get("max_seqlen_k"),
+            _current_can_run_tbo=state.get("can_run_tbo", False),
+            num_hidden_layers=state.get("num_hidden_layers", 1),
+            first_k_dense_replace=state.get("first_k_dense_replace"),
+            full_attention_interval=state.get("full_attention_interval"),
+            use_mla=state.get("use_mla", False),
+            device=musa_device.MUSA,
+        )
+        self.stubs.PP_STATE.rank_in_group = state.get("pp_rank", 0)
+        self.stubs.PP_STATE.world_size = state.get("pp_world_size", 1)
+        for key, var in (("force_update_metadata", "SGLANG_MUSA_FA3_FORCE_UPDATE_METADATA"),
+                         ("pp_layer_partition", "SGLANG_PP_LAYER_PARTITION")):
+            if state.get(key) is not None:
+                os.environ[var] = state[key]
+        for prefix in state.get("cached_prefixes") or []:
+            wrapper._MATE_NO_MLA_SCHEDULER_METADATA_DICT[prefix] = _CachedSentinel()
+
+
+class MateEntry:
+    """mate's FA3 wrapper called directly. A spec's `context` describes SGLang's backend state, which
+    no code on this route reads (the `mate` profile ignores it too)."""
+
+    function = staticmethod(flash_attn_interface.flash_attn_with_kvcache)
+
+    def prepare(self, context) -> None:
+        pass
+
+
+RUNNERS = {"sglang": SglangEntry, "mate": MateEntry}
 
 
 # ---- running ---------------------------------------------------------------------------------
@@ -396,17 +415,18 @@ def _upstream_frame(tb):
     return best or ("", "")
 
 
-def run_one(index: int, call: dict) -> dict:
+def run_one(index: int, call: dict, runner, params: tuple) -> dict:
     jit_stub.LAUNCHES.clear()
     rec = {"index": index, "id": call.get("id", "")}
     try:
-        positional, keywords = build_call(call)
+        positional, keywords = build_call(call, params)
     except Exception as exc:  # the spec cannot be materialised (reported, not a verdict)
         rec.update(outcome="skipped", reason=f"build: {type(exc).__name__}: {exc}")
         return rec
-    prepare_context(call.get("context"))
+    clear_upstream_caches()
+    runner.prepare(call.get("context"))
     try:
-        WRAPPER.flash_attn_with_kvcache(*positional, **keywords)
+        runner.function(*positional, **keywords)
     except CachedMetadataReused:
         rec.update(outcome="skipped",
                    reason="reuses metadata an earlier call cached (context.cached_prefixes): contents unknown")
@@ -440,13 +460,17 @@ def main(argv=None):
     ap.add_argument("specs", nargs="+", type=Path)
     ap.add_argument("--out", type=Path, required=True)
     ap.add_argument("--quiet", action="store_true")
+    ap.add_argument("--entry", choices=sorted(entries.ENTRIES), default="sglang",
+                    help="the function each call is passed to (entries.py)")
     args = ap.parse_args(argv)
+    runner = RUNNERS[args.entry]()
+    params = entries.parameters(entries.ENTRIES[args.entry])
     t0 = time.time()
     n = 0
     with args.out.open("w") as out:
         for path in args.specs:
             for i, call in enumerate(read_specs(path)):
-                rec = run_one(i, call)
+                rec = run_one(i, call, runner, params)
                 rec["file"] = str(path)
                 out.write(json.dumps(rec, default=str) + "\n")
                 n += 1
