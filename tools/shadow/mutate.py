@@ -1,11 +1,12 @@
 #!/usr/bin/env python3
-"""Single-argument mutations of accepted base calls (an extra input set, `mutate`).
+"""Single-argument mutations of accepted base calls (the input sets `mutate` and `mate-mutate`).
 
-For each base call (accepted by both the shadow and certify on the catalogue) and each of the 34
-parameters of SGLang's wrapper, the parameter is replaced by each value of a fixed menu of Python
-values (absent, None, bools, ints, floats, non-finite floats, str, tuples, lists, objects, small
-tensors of various dtypes/devices/strides); every tensor argument of the base is also mutated in
-dtype, device, rank, one dimension's size and its last stride; a few positional forms are added.
+For each base call (accepted by both the shadow and certify on the catalogue) and each parameter of
+the entry's wrapper (34 of SGLang's, 35 of mate's FA3 wrapper), the parameter is replaced by each
+value of a fixed menu of Python values (absent, None, bools, ints, floats, non-finite floats, str,
+tuples, lists, objects, small tensors of various dtypes/devices/strides); every tensor argument of
+the base is also mutated in dtype, device, rank, one dimension's size and its last stride; a few
+positional forms are added.
 """
 from __future__ import annotations
 
@@ -14,16 +15,9 @@ import copy
 import json
 from pathlib import Path
 
+from entries import ENTRIES, as_mate_call, parameters
 from shadow_paths import ROOT
 
-CANONICAL = (
-    "q", "k_cache", "v_cache", "k", "v", "qv", "rotary_cos", "rotary_sin", "cache_seqlens",
-    "cache_batch_idx", "cache_leftpad", "page_table", "cu_seqlens_q", "cu_seqlens_k_new",
-    "max_seqlen_q", "rotary_seqlens", "q_descale", "k_descale", "v_descale", "softmax_scale",
-    "causal", "window_size", "attention_chunk", "softcap", "rotary_interleaved",
-    "scheduler_metadata", "num_splits", "pack_gqa", "sm_margin", "return_softmax_lse", "sinks",
-    "score_mod", "aux_tensors", "ver",
-)
 ABSENT = object()
 
 
@@ -57,9 +51,27 @@ MENU = [
 OTHER_DTYPES = ["bfloat16", "float16", "float32", "int32", "int64", "uint8", "bool", "float8_e4m3fn"]
 
 
-def base_calls():
-    cat = json.loads((ROOT / "tests/catalog/musa-valid.json").read_text())
-    by_id = {c["id"]: c for c in cat}
+# mate's bases: valid musa calls re-expressed, and the catalogue's valid calls of mate's own
+# parameters (s_aux; a context-parallel rank, plain and MLA)
+MATE_BASES_FROM_MUSA = ("musa-ok-decode-paged-varlen", "musa-ok-fixed-length", "musa-ok-append-kv-packed",
+                        "musa-ok-append-rotary", "musa-ok-sinks", "musa-ok-mla-decode", "musa-ok-metadata-passed")
+MATE_OWN_BASES = ("mate-ok-s-aux", "mate-ok-cp", "mate-ok-cp-mla-ignored")
+
+
+def catalogue(name: str) -> dict:
+    return {c["id"]: c for c in json.loads((ROOT / "tests/catalog" / name).read_text())}
+
+
+def base_calls(entry: str = "sglang"):
+    if entry == "mate":
+        musa, mate = catalogue("musa-valid.json"), catalogue("mate-wrapper.json")
+        bases = [as_mate_call(musa[n]) for n in MATE_BASES_FROM_MUSA]
+        for n in MATE_OWN_BASES:
+            base = copy.deepcopy(mate[n])
+            base.pop("expect", None)
+            bases.append(base)
+        return bases
+    by_id = catalogue("musa-valid.json")
     names = ["musa-ok-decode-paged-varlen", "musa-ok-fixed-length", "musa-ok-append-kv-packed",
              "musa-ok-append-rotary", "musa-ok-metadata-passed", "musa-ok-sinks", "musa-ok-mla-decode",
              "musa-ok-leftpad", "musa-ok-batch-idx", "musa-ok-append-kv"]
@@ -162,17 +174,17 @@ def tensor_mutations(call, name, spec):
     return [with_arg(call, name, m, tag) for tag, m in out]
 
 
-def positional_forms(call):
+def positional_forms(call, params):
     out = []
     args = call["args"]
     for n in (3, 9, 12, 14, 26):
         c = copy.deepcopy(call)
         c["id"] = f"mut-{call['id']}-positional{n}"
         pos = []
-        for p in CANONICAL[:n]:
+        for p in params[:n]:
             pos.append(copy.deepcopy(args.get(p)) if p in args else None)
         c["positional"] = pos
-        c["args"] = {k: v for k, v in args.items() if k not in CANONICAL[:n]}
+        c["args"] = {k: v for k, v in args.items() if k not in params[:n]}
         out.append(c)
     c = copy.deepcopy(call)
     c["id"] = f"mut-{call['id']}-positional-and-keyword"
@@ -180,32 +192,34 @@ def positional_forms(call):
     out.append(c)
     c = copy.deepcopy(call)
     c["id"] = f"mut-{call['id']}-positional-too-many"
-    c["positional"] = [None] * 35
+    c["positional"] = [None] * (len(params) + 1)
     c["args"] = {}
     out.append(c)
     return out
 
 
-def all_calls():
+def all_calls(entry: str = "sglang"):
+    params = parameters(ENTRIES[entry])
     calls = []
-    for base in base_calls():
+    for base in base_calls(entry):
         calls.append(base)
-        for name in CANONICAL:
+        for name in params:
             for tag, value in MENU:
                 if value is ABSENT and name not in base["args"]:
                     continue
                 calls.append(with_arg(base, name, value, tag))
             if isinstance(base["args"].get(name), dict) and "tensor" in base["args"][name]:
                 calls.extend(tensor_mutations(base, name, base["args"][name]))
-        calls.extend(positional_forms(base))
+        calls.extend(positional_forms(base, params))
     return calls
 
 
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--out", type=Path, required=True)
+    ap.add_argument("--entry", choices=sorted(ENTRIES), default="sglang")
     args = ap.parse_args()
-    calls = all_calls()
+    calls = all_calls(args.entry)
     args.out.write_text("".join(json.dumps(c, separators=(",", ":")) + "\n" for c in calls))
     print(f"{len(calls)} calls -> {args.out}")
 

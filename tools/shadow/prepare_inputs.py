@@ -10,6 +10,12 @@
   random    N pseudo-random byte inputs (seeded) decoded with `fuzz-decode validate` / `differential`:
             half blind, half byte-mutations of the validate/differential seed corpora
   mutate    single-argument mutations of valid catalogue calls (mutate.py)
+The same sets for mate's FA3 wrapper called directly (entries.py), named `mate-<set>`:
+  mate-catalog  tests/catalog/mate-wrapper.json as written, every other entry re-expressed
+  mate-extra    the SHADOW_EXTRA calls as written
+  mate-export, mate-corpus, mate-random   the calls of the set re-expressed (entries.as_mate_call),
+                one per distinct call
+  mate-mutate   single-argument mutations of valid mate calls over mate's 35 parameters (mutate.py)
 Only calls certify parses are kept (certify exits 2 on a file with one malformed call).
 """
 from __future__ import annotations
@@ -24,6 +30,7 @@ import tempfile
 from pathlib import Path
 
 import mutate
+from entries import as_mate_call, entry_of_set
 from shadow_paths import ROOT as MAIN
 
 PROFILE = os.environ.get("SHADOW_PROFILE", "release")  # run.sh's choice of target/<profile>
@@ -43,25 +50,38 @@ def read_specs(path: Path):
         return [json.loads(line) for line in text.splitlines() if line.strip()]
 
 
-def certify_rc(lines):
+def certify_rc(lines, profile):
     with tempfile.NamedTemporaryFile("w", suffix=".jsonl", delete=False) as f:
         f.write("\n".join(lines) + "\n")
         name = f.name
-    rc = subprocess.run([str(BIN), "certify", "--profile", "musa", "--format", "json", name],
+    rc = subprocess.run([str(BIN), "certify", "--profile", profile, "--format", "json", name],
                         stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL).returncode
     Path(name).unlink()
     return rc
 
 
-def keep_parsable(lines):
-    if certify_rc(lines) != 2:
+def keep_parsable(lines, profile):
+    if certify_rc(lines, profile) != 2:
         return lines, 0
     if len(lines) == 1:
         return [], 1
     mid = len(lines) // 2
-    a, da = keep_parsable(lines[:mid])
-    b, db = keep_parsable(lines[mid:])
+    a, da = keep_parsable(lines[:mid], profile)
+    b, db = keep_parsable(lines[mid:], profile)
     return a + b, da + db
+
+
+def mate_forms(calls):
+    """The calls re-expressed for mate's wrapper, the first of each distinct call (ids apart): the
+    re-expression makes calls that differed only in `ver` or `context` equal."""
+    out, seen = [], set()
+    for call in calls:
+        mate = as_mate_call(call)
+        key = json.dumps({k: v for k, v in mate.items() if k != "id"}, sort_keys=True)
+        if key not in seen:
+            seen.add(key)
+            out.append(mate)
+    return out
 
 
 def write_set(out: Path, name: str, calls, log):
@@ -72,7 +92,7 @@ def write_set(out: Path, name: str, calls, log):
             continue
         seen.add(s)
         lines.append(s)
-    kept, dropped = keep_parsable(lines) if lines else ([], 0)
+    kept, dropped = keep_parsable(lines, entry_of_set(name).profile) if lines else ([], 0)
     (out / f"{name}.jsonl").write_text("\n".join(kept) + ("\n" if kept else ""))
     log[name] = {"candidates": len(calls), "unique": len(lines), "kept": len(kept), "dropped_unparsable": dropped}
 
@@ -98,13 +118,18 @@ def main():
     log = {}
 
     # catalogue
-    calls = []
+    calls, mate_calls = [], []
     for f in sorted((MAIN / "tests/catalog").glob("*.json")):
-        calls += read_specs(f)
+        specs = read_specs(f)
+        calls += specs
+        mate_calls += specs if f.name == "mate-wrapper.json" else mate_forms(specs)
     write_set(out, "catalog", calls, log)
+    write_set(out, "mate-catalog", mate_calls, log)
 
     # extra calls (optional)
-    write_set(out, "extra", read_specs(Path(EXTRA)) if EXTRA else [], log)
+    calls = read_specs(Path(EXTRA)) if EXTRA else []
+    write_set(out, "extra", calls, log)
+    write_set(out, "mate-extra", calls, log)
 
     # export (validation suite): the call of every bundle export writes for the fa3 profile (it
     # bundles every case and computes each one's reference output: EXPORT_CASES bounds the time)
@@ -119,6 +144,7 @@ def main():
             if (b / "call.json").is_file():
                 calls.append(json.loads((b / "call.json").read_text()))
     write_set(out, "export", calls, log)
+    write_set(out, "mate-export", mate_forms(calls), log)
 
     # seed corpora
     calls = []
@@ -139,6 +165,7 @@ def main():
                         c["id"] = c.get("id") or f"{sub}-{target}-{f.name}"
                         calls.append(c)
     write_set(out, "corpus", calls, log)
+    write_set(out, "mate-corpus", mate_forms(calls), log)
 
     # random: decoded pseudo-random bytes
     rng = random.Random(args.seed)
@@ -167,9 +194,11 @@ def main():
                 c["id"] = f"rnd-{target}-{how}-{i}"
                 calls.append(c)
     write_set(out, "random", calls, log)
+    write_set(out, "mate-random", mate_forms(calls), log)
 
     # mutate: single-argument mutations of valid calls (mutate.py)
-    write_set(out, "mutate", mutate.all_calls(), log)
+    write_set(out, "mutate", mutate.all_calls("sglang"), log)
+    write_set(out, "mate-mutate", mutate.all_calls("mate"), log)
     (out / "inputs.log.json").write_text(json.dumps(log, indent=1))
     print(json.dumps(log, indent=1))
 
