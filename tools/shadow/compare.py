@@ -1,7 +1,11 @@
 #!/usr/bin/env python3
-"""Compares the shadow oracle's results with `fa3conform certify --profile musa --format json`.
+"""Compares the shadow oracle's results with `fa3conform certify --profile PROFILE --format json`.
 
-    python compare.py --set NAME SPECS.jsonl SHADOW.jsonl CERTIFY.json [--set ...] --sites SITES.json --out DIR
+    python compare.py --set NAME PROFILE SPECS.jsonl SHADOW.jsonl CERTIFY.json [--set ...] --sites SITES.json --out DIR
+
+PROFILE is the profile that models the set's entry point (entries.py: musa for SGLang's wrapper,
+mate for mate's FA3 wrapper); its verdicts are read from CERTIFY.json. Figures are reported per
+profile: each set, and a total of the profile's sets.
 
 SITES.json is `fa3conform explain --list --format json`: every error site with its message template
 and how the rendered message stands for str(exc) (`message_match`).
@@ -49,8 +53,8 @@ def pattern_matches(pattern: str, text: str) -> bool:
     return re.fullmatch("(?s:.*?)".join(pieces), text) is not None
 
 
-def verdict(tool: dict, shadow: dict, prefix_sites: set, pattern_sites: set) -> dict:
-    t = tool["profiles"]["musa"]
+def verdict(tool: dict, profile: str, shadow: dict, prefix_sites: set, pattern_sites: set) -> dict:
+    t = tool["profiles"][profile]
     v = {"tool_outcome": t["outcome"], "tool_exception": t.get("exception"), "tool_message": t.get("message"),
          "tool_site": t.get("site"), "shadow_outcome": shadow["outcome"],
          "shadow_exception": shadow.get("exception"), "shadow_message": shadow.get("message"),
@@ -86,7 +90,8 @@ def mutation_of(call_id: str):
     try:
         _BASES
     except NameError:
-        _BASES = sorted((b["id"] for b in mutate.base_calls()), key=len, reverse=True)
+        ids = {b["id"] for entry in mutate.ENTRIES for b in mutate.base_calls(entry)}
+        _BASES = sorted(ids, key=len, reverse=True)
     rest = call_id[4:]
     for b in _BASES:
         if rest.startswith(b + "-"):
@@ -100,12 +105,13 @@ def group_key(v: dict) -> str:
         shadow = "accepted"
     else:
         shadow = f"{v['shadow_exception']} @ {v['shadow_site']}"
-    return f"tool: {tool}  |  shadow: {shadow}"
+    return f"{v['profile']}: tool: {tool}  |  shadow: {shadow}"
 
 
 def main(argv=None):
     ap = argparse.ArgumentParser()
-    ap.add_argument("--set", nargs=4, action="append", metavar=("NAME", "SPECS", "SHADOW", "CERTIFY"), required=True)
+    ap.add_argument("--set", nargs=5, action="append", metavar=("NAME", "PROFILE", "SPECS", "SHADOW", "CERTIFY"),
+                    required=True)
     ap.add_argument("--sites", type=Path, required=True, help="fa3conform explain --list --format json")
     ap.add_argument("--out", type=Path, required=True)
     args = ap.parse_args(argv)
@@ -114,7 +120,7 @@ def main(argv=None):
     pattern_sites = {s["id"] for s in sites if s["message_match"] == "pattern"}
     args.out.mkdir(parents=True, exist_ok=True)
     rows = []
-    for name, specs_p, shadow_p, certify_p in args.set:
+    for name, profile, specs_p, shadow_p, certify_p in args.set:
         specs = read_specs(Path(specs_p))
         shadow = [json.loads(l) for l in Path(shadow_p).read_text().splitlines() if l.strip()]
         tool = versioned(json.loads(Path(certify_p).read_text()), certify_p)["calls"]
@@ -123,13 +129,13 @@ def main(argv=None):
         for i, (spec, s, t) in enumerate(zip(specs, shadow, tool)):
             if t["id"] != spec.get("id", "") or s["id"] != spec.get("id", ""):
                 raise SystemExit(f"{name}[{i}]: ids differ: spec {spec.get('id')!r} certify {t['id']!r} shadow {s['id']!r}")
-            v = verdict(t, s, prefix_sites, pattern_sites)
-            v.update(set=name, index=i, id=spec.get("id", ""))
+            v = verdict(t, profile, s, prefix_sites, pattern_sites)
+            v.update(set=name, profile=profile, index=i, id=spec.get("id", ""))
             v["_spec"] = spec
             v["_shadow"] = s
             rows.append(v)
 
-    summary = {"sets": {}, "total": {}}
+    summary = {"profiles": {}}
 
     def tally(rs):
         c = collections.Counter()
@@ -150,12 +156,13 @@ def main(argv=None):
                 c["mla_boundary_tool_rejected_elsewhere"] += v["tool_outcome"] == "rejected" and not (v["tool_site"] or "").startswith("musa.MLA")
         return dict(c)
 
-    by_set = collections.defaultdict(list)
-    for v in rows:
-        by_set[v["set"]].append(v)
-    for name, rs in by_set.items():
-        summary["sets"][name] = tally(rs)
-    summary["total"] = tally(rows)
+    for profile in dict.fromkeys(v["profile"] for v in rows):
+        of_profile = [v for v in rows if v["profile"] == profile]
+        by_set = collections.defaultdict(list)
+        for v in of_profile:
+            by_set[v["set"]].append(v)
+        summary["profiles"][profile] = {"sets": {name: tally(rs) for name, rs in by_set.items()},
+                                        "total": tally(of_profile)}
 
     groups = collections.OrderedDict()
     for v in rows:
@@ -181,7 +188,8 @@ def main(argv=None):
         report.append({
             "n": n, "key": key, "count": len(vs),
             "sets": dict(collections.Counter(x["set"] for x in vs)),
-            "example": {"set": v["set"], "index": v["index"], "id": v["id"], "file": f"examples/d{n:02d}.json"},
+            "example": {"set": v["set"], "profile": v["profile"], "index": v["index"], "id": v["id"],
+                        "file": f"examples/d{n:02d}.json"},
             "tool": {"outcome": v["tool_outcome"], "exception": v["tool_exception"], "message": v["tool_message"], "site": v["tool_site"]},
             "shadow": {"outcome": v["shadow_outcome"], "exception": v["shadow_exception"], "message": v["shadow_message"],
                        "upstream_line": v["shadow_site"], "source": v["shadow_source"],
