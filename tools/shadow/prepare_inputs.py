@@ -34,7 +34,9 @@ from entries import as_mate_call, entry_of_set
 from shadow_paths import ROOT as MAIN
 
 PROFILE = os.environ.get("SHADOW_PROFILE", "release")  # run.sh's choice of target/<profile>
-BIN_DIR = Path(os.environ.get("SHADOW_BIN_DIR") or MAIN / "target" / PROFILE)
+# run.sh names the copies it runs; alone, the build in the (possibly shared) target directory
+BIN_DIR = Path(os.environ.get("SHADOW_BIN_DIR")
+               or Path(os.environ.get("CARGO_TARGET_DIR") or MAIN / "target") / PROFILE)
 BIN = BIN_DIR / "fa3conform"
 EXPORT_CASES = os.environ.get("EXPORT_CASES", "300")
 DECODE = BIN_DIR / "fuzz-decode"
