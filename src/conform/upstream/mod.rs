@@ -33,14 +33,15 @@
 //!   its context-parallel arguments and compared with the reference's evaluation of that rank
 //!   ([`crate::reference::run_on_rank`]).
 //!
-//! Numbers are computed for calls whose tensors fit [`NUMERICS_MEMORY_CAP`]; a passed case says
-//! whether its numbers were checked and, if not, why.
+//! Numbers are computed for calls whose tensors fit [`NUMERICS_MEMORY_CAP`] and whose attention
+//! work is within [`NUMERICS_WORK_CAP`]; a passed case says whether its numbers were checked and,
+//! if not, why.
 
 mod fa3_kvcache;
 mod mate_paged_attn;
 
 use super::{CaseOutcome, CaseResult, Suite};
-use crate::call::{Dtype, KvCacheCall, PyValue, TensorArg};
+use crate::call::{Dims, Dtype, KvCacheCall, Param, PyValue, TensorArg};
 use crate::certify::numerics::{self, Numerics};
 use crate::mate::DEFAULT_MP;
 use crate::musa::{InjectionCache, MusaOptions};
@@ -77,6 +78,41 @@ impl UpstreamCall {
 /// Tensors of a call whose numbers the suite computes, at most (larger calls are validated only):
 /// mate's paged tests allocate three times the pages their sequences use.
 pub const NUMERICS_MEMORY_CAP: usize = 512 << 20;
+
+/// Attention work of a call whose numbers the suite computes, at most: Σ over sequences of query
+/// rows × keys (cache and new) × heads × (d + dv), the products the reference evaluates twice
+/// and the kernel path once (of one rank's call with context parallelism). Larger calls are
+/// validated only: their numbers take seconds each (FA3's 2048 × 3577 points about ten), and
+/// the default campaign must stay short.
+pub const NUMERICS_WORK_CAP: u64 = 1 << 33;
+
+/// Why `call` (in the canonical signature) gets no numbers from the suite, if its work is over
+/// [`NUMERICS_WORK_CAP`]. Lengths the call does not give by value count as the static ones.
+fn over_the_work_cap(call: &KvCacheCall) -> Option<String> {
+    let bound = call.bind_canonical().ok()?;
+    let d = Dims::of(&bound).ok()?;
+    let values = |param: Param| bound.tensor(param).and_then(|t| t.int_values());
+    let query_rows: Vec<i64> = match values(Param::CuSeqlensQ) {
+        Some(cu) => cu.windows(2).map(|w| w[1] - w[0]).collect(),
+        None => vec![d.seqlen_q as i64; d.batch_size],
+    };
+    let keys = values(Param::CacheSeqlens).unwrap_or_else(|| vec![d.seqlen_k as i64; d.batch_size]);
+    let per_row = (d.num_heads * (d.head_size + d.head_size_v)) as u64;
+    let work = query_rows
+        .iter()
+        .zip(&keys)
+        .map(|(&q, &k)| {
+            let k = k.max(0) as u64 + d.seqlen_new as u64;
+            (q.max(0) as u64).saturating_mul(k).saturating_mul(per_row)
+        })
+        .fold(0u64, u64::saturating_add);
+    (work > NUMERICS_WORK_CAP).then(|| {
+        format!(
+            "attention work {work} (query rows × keys × heads × (d + dv)) over the suite's cap \
+             of {NUMERICS_WORK_CAP}"
+        )
+    })
+}
 
 /// The entry point a test calls, which decides the profiles that judge it.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -281,6 +317,11 @@ fn check(entry: Entry, upstream: &UpstreamCall, numerics_cap: usize) -> Result<C
         Entry::Fa3 => "fa3, sgl-kernel, musa accept",
         Entry::Mate => "mate, musa accept",
     };
+    if let Some(why) = over_the_work_cap(&on_musa) {
+        return Ok(CaseResult::Passed(Some(format!(
+            "{accepted_by}; numbers not run: {why}"
+        ))));
+    }
     let options = MusaOptions {
         memory_cap: numerics_cap,
         ..MusaOptions::default()
@@ -335,7 +376,11 @@ fn check_ranks(ranks: &[KvCacheCall], numerics_cap: usize) -> Result<CaseResult,
     let mut reports = Vec::new();
     for (rank, call) in ranks.iter().enumerate() {
         let (call, cp) = crate::musa::mate_rank(&through_mate_wrapper(call))?;
-        match numerics::check_rank(&call, &cp, &options) {
+        let numbers = match over_the_work_cap(&call) {
+            Some(why) => Numerics::NotRun(why),
+            None => numerics::check_rank(&call, &cp, &options),
+        };
+        match numbers {
             Numerics::Within(report) => reports.push(report),
             Numerics::Differs(why) => return Err(format!("rank {rank}'s numbers differ: {why}")),
             Numerics::NotRun(why) => {
@@ -471,6 +516,34 @@ mod tests {
             checked += 1;
         }
         assert!(checked > 2000, "{checked}");
+    }
+
+    /// The work is counted from the lengths the call gives: 3 and 7 query rows over 100 and 50
+    /// keys, 4 heads of 64 + 64: (3·100 + 7·50)·4·128 = 332,800; a 4096-row prefill over 8192
+    /// keys with 16 heads of 128 + 128: 4096·8192·16·256 = 137,438,953,472, over the cap.
+    #[test]
+    fn numbers_are_left_out_over_the_attention_work_cap() {
+        let bf16 = |shape: &[usize]| PyValue::Tensor(TensorArg::new(Dtype::Bfloat16, shape));
+        let ints = |values: &[i64]| {
+            PyValue::Tensor(int_tensor(Dtype::Int32, &[values.len()], values.to_vec()))
+        };
+        let mut small = KvCacheCall::default();
+        small
+            .set("q", bf16(&[10, 4, 64]))
+            .set("k_cache", bf16(&[2, 128, 1, 64]))
+            .set("v_cache", bf16(&[2, 128, 1, 64]))
+            .set("cache_seqlens", ints(&[100, 50]))
+            .set("cu_seqlens_q", ints(&[0, 3, 10]))
+            .set("max_seqlen_q", PyValue::Int(7));
+        assert_eq!(over_the_work_cap(&small), None);
+        let mut large = KvCacheCall::default();
+        large
+            .set("q", bf16(&[1, 4096, 16, 128]))
+            .set("k_cache", bf16(&[1, 8192, 16, 128]))
+            .set("v_cache", bf16(&[1, 8192, 16, 128]))
+            .set("cache_seqlens", ints(&[8192]));
+        let why = over_the_work_cap(&large).unwrap();
+        assert!(why.starts_with("attention work 137438953472 "), "{why}");
     }
 
     /// The index of mate's test_paged_attn in [`TESTS`].
