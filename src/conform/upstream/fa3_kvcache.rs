@@ -25,7 +25,7 @@
 //! The random values are drawn from this module's own generator with the test's distributions,
 //! seeded by the grid point, not torch's.
 
-use super::{GridPoint, Rng, UpstreamCall, int_tensor, randperm, seqlen_mask_lengths};
+use super::{GridPoint, Rng, UpstreamCall, cumulative, int_tensor, randperm, seqlen_mask_lengths};
 use crate::call::{Dtype, KvCacheCall, MetadataArgsSpec, PyValue, TensorArg};
 use crate::hopper::{Fa3Layout, MODELLED_ARCH, MaskShape, resolve_mask};
 use rand::Rng as _;
@@ -347,15 +347,6 @@ pub fn call(point: GridPoint, rng: &mut Rng) -> UpstreamCall {
         other_ranks: Vec::new(),
         description: format!("{p:?}"),
     }
-}
-
-fn cumulative(lengths: &[usize]) -> Vec<i64> {
-    std::iter::once(0)
-        .chain(lengths.iter().scan(0i64, |sum, &len| {
-            *sum += len as i64;
-            Some(*sum)
-        }))
-        .collect()
 }
 
 #[cfg(test)]

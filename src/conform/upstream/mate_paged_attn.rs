@@ -31,7 +31,7 @@
 //!   (`_combine_cp_partials`, mate/testing/flash_attn.py:L921-L950) and compares with the
 //!   attention over the whole cache; the wrapper's test passes `sinks=None, s_aux=None`.
 
-use super::{GridPoint, Rng, UpstreamCall, int_tensor, randperm};
+use super::{GridPoint, Rng, UpstreamCall, cumulative, int_tensor, randperm};
 use crate::call::{Dtype, KvCacheCall, MetadataArgsSpec, PyValue, TensorArg};
 
 /// Which of the three tests.
@@ -260,16 +260,10 @@ impl Test {
             Mask::Full | Mask::Causal => None,
         };
         let batch = seq_lens.len();
-        let lengths_q: Vec<i64> = seq_lens.iter().map(|&(q, _)| q as i64).collect();
         let max_q = seq_lens.iter().map(|&(q, _)| q).max().unwrap_or(0);
         let max_k = lengths_k.iter().copied().max().unwrap_or(0).max(0) as usize;
         let total_q: usize = seq_lens.iter().map(|&(q, _)| q).sum();
-        let cu_seqlens_q: Vec<i64> = std::iter::once(0)
-            .chain(lengths_q.iter().scan(0, |sum, len| {
-                *sum += len;
-                Some(*sum)
-            }))
-            .collect();
+        let cu_seqlens_q = cumulative(&seq_lens.iter().map(|&(q, _)| q).collect::<Vec<_>>());
         let seqlens = |values: &[i64]| {
             PyValue::Tensor(int_tensor(Dtype::Int32, &[values.len()], values.to_vec()))
         };

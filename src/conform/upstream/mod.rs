@@ -426,6 +426,16 @@ fn int_tensor(dtype: Dtype, shape: &[usize], values: Vec<i64>) -> TensorArg {
     TensorArg::with_ints(dtype, shape, values)
 }
 
+/// The running sums of `lengths` from 0: a `cu_seqlens` tensor's values.
+fn cumulative(lengths: &[usize]) -> Vec<i64> {
+    std::iter::once(0)
+        .chain(lengths.iter().scan(0i64, |sum, &len| {
+            *sum += len as i64;
+            Some(*sum)
+        }))
+        .collect()
+}
+
 /// `torch.randperm(n)`: 0..n in a random order.
 fn randperm(n: usize, rng: &mut Rng) -> Vec<i64> {
     let mut order: Vec<i64> = (0..n as i64).collect();
