@@ -6,11 +6,16 @@
 //!   hopper/test_flash_attn.py:L665-L1051), [`fa3_kvcache`];
 //! - mate's `test_paged_attn` and `test_paged_attn_advance` (MooreThreads/mate@3f58cc3e
 //!   tests/test_fmha.py:L1000-L1591) and its FA3-compatible wrapper's `test_paged_attn`
-//!   (wrappers/flash-attention/tests/test_flash_attn.py:L204-L399), [`mate_paged_attn`].
+//!   (wrappers/flash-attention/tests/test_flash_attn.py:L204-L399), [`mate_paged_attn`];
+//! - mate's `test_advance_features` (tests/test_fmha.py:L1735-L2200: appended keys, rotary,
+//!   leftpad, softcap and chunks through mate's own entry point), [`mate_advance_features`];
+//! - mate's MLA decode tests through `flash_attn_with_kvcache` (tests/test_mla.py:
+//!   `test_fa_interface`, `test_mla_decode_varlen`, the varlen half of `test_mla_q_not_contig`),
+//!   [`mate_mla`].
 //!
-//! Not covered yet: mate's `test_advance_features` (tests/test_fmha.py:L1737-L2200: appended
-//! keys, rotary, leftpad, softcap and chunks through mate's own entry point) and tests/test_mla.py
-//! (the MLA decode branch, which would be validation only: the kernel path does not model it).
+//! Not covered: test_mla.py's calls of `mate.flashmla.flash_mla_with_kvcache`
+//! (`test_flashmla_interface`, the non-varlen half of `test_mla_q_not_contig`), an entry point no
+//! profile models.
 //!
 //! Each case is one grid point of one test (its inner loops included), drawn deterministically:
 //! case `i` takes the tests in turn and, within a test, the `i / tests`-th element of a
@@ -31,13 +36,17 @@
 //!   `cp_tot_seqused_k`) left out when they hold their defaults — `musa` accepts it too and the
 //!   numbers are within tolerance; a context-parallel rank's call is run on the kernel path with
 //!   its context-parallel arguments and compared with the reference's evaluation of that rank
-//!   ([`crate::reference::run_on_rank`]).
+//!   ([`crate::reference::run_on_rank`]);
+//! - mate's MLA tests: `mate` accepts every call on its MLA decode branch and `musa` the call as
+//!   SGLang's wrapper receives it, with no error-severity hazard; numbers are not modelled for MLA.
 //!
 //! Numbers are computed for calls whose tensors fit [`NUMERICS_MEMORY_CAP`] and whose attention
 //! work is within [`NUMERICS_WORK_CAP`]; a passed case says whether its numbers were checked and,
 //! if not, why.
 
 mod fa3_kvcache;
+mod mate_advance_features;
+mod mate_mla;
 mod mate_paged_attn;
 
 use super::{CaseOutcome, CaseResult, Suite};
@@ -47,6 +56,7 @@ use crate::mate::DEFAULT_MP;
 use crate::musa::{InjectionCache, MusaOptions};
 use crate::spec::call_to_json;
 use crate::validate::{Severity, Verdict, profiles};
+use mate_mla::Test as MlaTest;
 use mate_paged_attn::Test as MateTest;
 use rand::{Rng as _, SeedableRng};
 use rand_chacha::ChaCha8Rng;
@@ -62,7 +72,8 @@ pub struct GridPoint(pub usize);
 /// A call as an upstream test makes it, in the signature of the entry point it calls.
 pub struct UpstreamCall {
     pub call: KvCacheCall,
-    /// With context parallelism, the calls of ranks 1.. (`call` is rank 0's), in rank order.
+    /// With context parallelism, the calls of ranks 1.. (`call` is rank 0's), in rank order; in
+    /// mate's MLA test with "inited" metadata, the call reusing what `call` computed.
     pub other_ranks: Vec<KvCacheCall>,
     /// The grid point's parameters, for failure messages.
     pub description: String,
@@ -121,6 +132,9 @@ enum Entry {
     Fa3,
     /// `mate.flash_attn_with_kvcache` (`mate.mha_interface`) or mate's FA3-compatible wrapper.
     Mate,
+    /// `mate.mha_interface.flash_attn_with_kvcache` on its MLA decode branch, which the kernel
+    /// path does not model: validation only.
+    MateMla,
 }
 
 /// One upstream test.
@@ -132,7 +146,7 @@ struct UpstreamTest {
     call: fn(GridPoint, &mut Rng) -> UpstreamCall,
 }
 
-static TESTS: [UpstreamTest; 4] = [
+static TESTS: [UpstreamTest; 8] = [
     UpstreamTest {
         name: "fa3-kvcache",
         entry: Entry::Fa3,
@@ -156,6 +170,30 @@ static TESTS: [UpstreamTest; 4] = [
         entry: Entry::Mate,
         points: || MateTest::Wrapper.points(),
         call: |point, rng| MateTest::Wrapper.call(point, rng),
+    },
+    UpstreamTest {
+        name: "mate-advance-features",
+        entry: Entry::Mate,
+        points: mate_advance_features::points,
+        call: mate_advance_features::call,
+    },
+    UpstreamTest {
+        name: "mate-mla-fa-interface",
+        entry: Entry::MateMla,
+        points: || MlaTest::FaInterface.points(),
+        call: |point, rng| MlaTest::FaInterface.call(point, rng),
+    },
+    UpstreamTest {
+        name: "mate-mla-decode-varlen",
+        entry: Entry::MateMla,
+        points: || MlaTest::DecodeVarlen.points(),
+        call: |point, rng| MlaTest::DecodeVarlen.call(point, rng),
+    },
+    UpstreamTest {
+        name: "mate-mla-q-not-contig",
+        entry: Entry::MateMla,
+        points: || MlaTest::QNotContig.points(),
+        call: |point, rng| MlaTest::QNotContig.call(point, rng),
     },
 ];
 
@@ -213,9 +251,10 @@ impl Suite for UpstreamSuite {
     }
 
     fn description(&self) -> &'static str {
-        "the calls of FA3's test_flash_attn_kvcache and mate's test_paged_attn(_advance) (own and \
-         wrapper), sampled from their grids: accepted by the entry point's profile, no error hazard, numbers \
-         within tolerance on the modelled MUSA stack"
+        "the calls of FA3's test_flash_attn_kvcache, mate's test_paged_attn(_advance) (own and \
+         wrapper), test_advance_features and MLA decode tests, sampled from their grids: accepted by \
+         the entry point's profile, no error hazard, numbers within tolerance on the modelled MUSA \
+         stack (MLA: validation only)"
     }
 
     fn default_cases(&self) -> usize {
@@ -312,10 +351,11 @@ fn check(entry: Entry, upstream: &UpstreamCall, numerics_cap: usize) -> Result<C
             accepted(&validate("musa", &sglang))?;
             sglang
         }
+        Entry::MateMla => return mate_mla::check(upstream),
     };
     let accepted_by = match entry {
         Entry::Fa3 => "fa3, sgl-kernel, musa accept",
-        Entry::Mate => "mate, musa accept",
+        Entry::Mate | Entry::MateMla => "mate, musa accept",
     };
     if let Some(why) = over_the_work_cap(&on_musa) {
         return Ok(CaseResult::Passed(Some(format!(
@@ -619,11 +659,12 @@ mod tests {
         assert_eq!(checked, 8);
     }
 
-    /// A small deterministic sample, six calls of the four tests (seed 1), with numbers for calls up to
-    /// 96 MiB (the kernel path's buffers on top of the tensors) so that a debug build runs it in seconds.
+    /// A small deterministic sample, the first ten calls (seed 1: one of each test, then two
+    /// more of FA3's and mate's test_paged_attn), with numbers for calls up to 96 MiB (the
+    /// kernel path's buffers on top of the tensors) so that a debug build runs it in seconds.
     #[test]
     fn a_small_sample_of_each_test_passes() {
-        let outcomes: Vec<CaseOutcome> = (0..6).map(|i| run_case(1, i, 96 << 20)).collect();
+        let outcomes: Vec<CaseOutcome> = (0..10).map(|i| run_case(1, i, 96 << 20)).collect();
         for (index, outcome) in outcomes.iter().enumerate() {
             assert_eq!(outcome, &run_case(1, index, 96 << 20), "deterministic");
             assert!(
@@ -637,7 +678,9 @@ mod tests {
             CaseResult::Passed(Some(note)) => note.clone(),
             other => panic!("{}: {other:?}", outcomes[i].name),
         };
-        assert!(outcomes[0].name.starts_with("fa3-kvcache/"));
+        for (i, test) in TESTS.iter().enumerate() {
+            assert!(outcomes[i].name.starts_with(&format!("{}/", test.name)));
+        }
         assert!(note(0).starts_with("fa3, sgl-kernel accept"), "{}", note(0));
         // context parallelism is mate's own: each rank's call is validated by `mate` (its
         // numbers are over this test's cap)
@@ -646,7 +689,13 @@ mod tests {
             "{}",
             note(1)
         );
-        assert!(outcomes[4].name.starts_with("fa3-kvcache/"));
-        assert!(note(5).contains("numbers within tolerance"), "{}", note(5));
+        for mla in 5..8 {
+            assert!(
+                note(mla).contains("numbers not modelled for MLA"),
+                "{}",
+                note(mla)
+            );
+        }
+        assert!(note(9).contains("numbers within tolerance"), "{}", note(9));
     }
 }
