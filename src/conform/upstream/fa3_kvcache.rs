@@ -25,7 +25,10 @@
 //! The random values are drawn from this module's own generator with the test's distributions,
 //! seeded by the grid point, not torch's.
 
-use super::{GridPoint, Rng, UpstreamCall, cumulative, int_tensor, randperm, seqlen_mask_lengths};
+use super::{
+    GridPoint, Rng, UpstreamCall, cumulative, int_tensor, owned_keywords, randperm,
+    seqlen_mask_lengths,
+};
 use crate::call::{Dtype, KvCacheCall, MetadataArgsSpec, PyValue, TensorArg};
 use crate::hopper::{Fa3Layout, MODELLED_ARCH, MaskShape, resolve_mask};
 use rand::Rng as _;
@@ -335,10 +338,7 @@ pub fn call(point: GridPoint, rng: &mut Rng) -> UpstreamCall {
             k,
             v,
         ],
-        keywords: keywords
-            .into_iter()
-            .map(|(name, value)| (name.to_string(), value))
-            .collect(),
+        keywords: owned_keywords(keywords),
         metadata_args,
         ..KvCacheCall::default()
     };

@@ -32,7 +32,10 @@
 //! The random values are drawn from this module's own generator with the test's distributions,
 //! in the test's order, seeded by the grid point (the test seeds torch and `random` with 666).
 
-use super::{GridPoint, Rng, UpstreamCall, cumulative, int_tensor, randperm, seqlen_mask_lengths};
+use super::{
+    GridPoint, Rng, UpstreamCall, cumulative, int_tensor, owned_keywords, randperm,
+    seqlen_mask_lengths,
+};
 use crate::call::{Dtype, KvCacheCall, MetadataArgsSpec, PyValue, TensorArg};
 use rand::Rng as _;
 
@@ -239,10 +242,7 @@ pub fn call(point: GridPoint, rng: &mut Rng) -> UpstreamCall {
             new_keys.clone(),
             new_keys,
         ],
-        keywords: keywords
-            .into_iter()
-            .map(|(name, value)| (name.to_string(), value))
-            .collect(),
+        keywords: owned_keywords(keywords),
         metadata_args: Some(metadata_args),
         ..KvCacheCall::default()
     };

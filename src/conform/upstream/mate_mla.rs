@@ -35,7 +35,7 @@
 //! The kernel path does not model the MLA branch: a grid point is checked by validation only.
 
 use super::{
-    CaseResult, GridPoint, Rng, UpstreamCall, accepted, cumulative, int_tensor,
+    CaseResult, GridPoint, Rng, UpstreamCall, accepted, cumulative, int_tensor, owned_keywords,
     through_mate_wrapper, through_sglang, validate,
 };
 use crate::call::{Dtype, KvCacheCall, PyValue, TensorArg};
@@ -262,10 +262,7 @@ impl Test {
             };
         let call = KvCacheCall {
             positional,
-            keywords: keywords
-                .into_iter()
-                .map(|(name, value)| (name.to_string(), value))
-                .collect(),
+            keywords: owned_keywords(keywords),
             ..KvCacheCall::default()
         };
         let reuse = p.inited.then(|| {

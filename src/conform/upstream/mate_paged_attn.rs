@@ -31,7 +31,7 @@
 //!   (`_combine_cp_partials`, mate/testing/flash_attn.py:L921-L950) and compares with the
 //!   attention over the whole cache; the wrapper's test passes `sinks=None, s_aux=None`.
 
-use super::{GridPoint, Rng, UpstreamCall, cumulative, int_tensor, randperm};
+use super::{GridPoint, Rng, UpstreamCall, cumulative, int_tensor, owned_keywords, randperm};
 use crate::call::{Dtype, KvCacheCall, MetadataArgsSpec, PyValue, TensorArg};
 
 /// Which of the three tests.
@@ -382,10 +382,7 @@ impl Test {
             keywords.extend([("sinks", PyValue::None), ("s_aux", PyValue::None)]);
         }
         KvCacheCall {
-            keywords: keywords
-                .into_iter()
-                .map(|(name, value)| (name.to_string(), value))
-                .collect(),
+            keywords: owned_keywords(keywords),
             metadata_args: Some(metadata_args),
             ..KvCacheCall::default()
         }

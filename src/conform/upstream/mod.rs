@@ -461,6 +461,14 @@ fn through_mate_wrapper(call: &KvCacheCall) -> KvCacheCall {
     }
 }
 
+/// A test's keyword arguments as a call spec holds them.
+fn owned_keywords(keywords: Vec<(&str, PyValue)>) -> Vec<(String, PyValue)> {
+    keywords
+        .into_iter()
+        .map(|(name, value)| (name.to_string(), value))
+        .collect()
+}
+
 /// A tensor of `dtype` and `shape` holding `values`.
 fn int_tensor(dtype: Dtype, shape: &[usize], values: Vec<i64>) -> TensorArg {
     TensorArg::with_ints(dtype, shape, values)
