@@ -9,6 +9,8 @@ use super::{SpecError, call_to_json, parse_each};
 use crate::call::{Device, KvCacheCall};
 use crate::files::{self, FileError};
 use std::collections::HashSet;
+use std::io;
+use xxhash_rust::xxh3::Xxh3;
 use std::path::{Path, PathBuf};
 
 /// Calls read from the sources, in order.
@@ -84,16 +86,32 @@ fn folder_files(dir: &Path) -> Result<Vec<PathBuf>, SourceError> {
     Ok(files)
 }
 
-/// What makes two recorded calls the same call: everything but the id and the recorder's note.
-fn identity(call: &KvCacheCall) -> String {
-    let mut json = call_to_json(&KvCacheCall {
-        recorded: None,
-        ..call.clone()
-    });
+/// What makes two recorded calls the same call: everything but the id and the recorder's note,
+/// as the 128-bit XXH3 digest of its JSON form (streamed into the hasher, never into a string:
+/// the digest is on certify's hot path).
+fn identity(call: &KvCacheCall) -> u128 {
+    let mut json = call_to_json(call);
     if let Some(obj) = json.as_object_mut() {
         obj.remove("id");
+        obj.remove("recorded");
     }
-    json.to_string()
+    let mut digest = Digest(Xxh3::new());
+    serde_json::to_writer(&mut digest, &json).expect("a hasher takes every write");
+    digest.0.digest128()
+}
+
+/// A hasher as an `io::Write`, for serde_json's writer.
+struct Digest(Xxh3);
+
+impl io::Write for Digest {
+    fn write(&mut self, bytes: &[u8]) -> io::Result<usize> {
+        self.0.update(bytes);
+        Ok(bytes.len())
+    }
+
+    fn flush(&mut self) -> io::Result<()> {
+        Ok(())
+    }
 }
 
 /// Reads every source in order: files, `-` for standard input, folders of call files. A call that
