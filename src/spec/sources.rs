@@ -10,8 +10,8 @@ use crate::call::{Device, KvCacheCall};
 use crate::files::{self, FileError};
 use std::collections::HashSet;
 use std::io;
-use xxhash_rust::xxh3::Xxh3;
 use std::path::{Path, PathBuf};
+use xxhash_rust::xxh3::Xxh3;
 
 /// Calls read from the sources, in order.
 #[derive(Debug, Default)]
