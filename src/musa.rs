@@ -355,6 +355,18 @@ pub fn flash_attn_with_kvcache_on(
     })
 }
 
+/// The materialised tensors of a call to mate's FA3-compatible wrapper as [`mate_rank`]'s call
+/// names them: the `s_aux` tensor is the sink when `sinks` is not given (and is dropped when it
+/// is), `cp_tot_seqused_k` goes with the context-parallel arguments.
+pub fn rank_tensors(mut tensors: Tensors) -> Tensors {
+    let s_aux = tensors.remove("s_aux");
+    tensors.remove("cp_tot_seqused_k");
+    if let Some(sink) = s_aux.filter(|_| !tensors.contains_key("sinks")) {
+        tensors.insert("sinks".to_string(), sink);
+    }
+    tensors
+}
+
 /// A call to mate's FA3-compatible wrapper (profile `mate`) as one rank's call in the canonical
 /// signature: the arguments it passes, the sink `_resolve_sink` picks (`sinks`, or `s_aux` when
 /// `sinks` is None; interface.py L11-L14) as `sinks`, and its context-parallel arguments apart

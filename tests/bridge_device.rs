@@ -177,12 +177,13 @@ fn mate_bundles_verify_against_the_ranks_kernel_path() {
         let bundle = read_bundle(&bundle_dir, 1 << 30).unwrap();
         assert!(bundle.expected.is_some(), "{spec}");
         let (rank_call, cp) = musa::mate_rank(&bundle.call).unwrap();
-        let mut tensors: Tensors = bundle
-            .inputs
-            .iter()
-            .map(|(name, t)| (name.replace("s_aux", "sinks"), t.to_host()))
-            .collect();
-        tensors.remove("cp_tot_seqused_k");
+        let tensors = musa::rank_tensors(
+            bundle
+                .inputs
+                .iter()
+                .map(|(name, t)| (name.clone(), t.to_host()))
+                .collect(),
+        );
         let kernel_options = KernelOptions {
             context_parallel: Some(cp),
             ..KernelOptions::default()

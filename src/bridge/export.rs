@@ -324,13 +324,7 @@ fn expected_references(
     };
     if profile.name() == "mate" {
         let (rank_call, cp) = musa::mate_rank(call)?;
-        // the tensor passed as s_aux is the sink when sinks is not given
-        let mut tensors = tensors.clone();
-        if !tensors.contains_key("sinks") {
-            if let Some(sink) = tensors.remove("s_aux") {
-                tensors.insert("sinks".to_string(), sink);
-            }
-        }
+        let tensors = musa::rank_tensors(tensors.clone());
         let (exact, lowprec) = if cp.world_size <= 1 {
             device::musa_references(&rank_call, &tensors)
         } else {

@@ -64,6 +64,14 @@ impl KvCacheCall {
         signature::bind(&signature::SGLANG_MUSA, self)
     }
 
+    /// Binds to the signature the call is written for: the canonical one or, for a call passing
+    /// mate's own keywords (`s_aux`, `cp_*`), mate's FA3-compatible wrapper's, whose tensor
+    /// parameters are the same. The canonical binding's error when neither binds.
+    pub fn bind_entry(&self) -> Result<BoundArgs, String> {
+        self.bind_canonical()
+            .or_else(|e| signature::bind(&signature::MATE_FA3_WRAPPER, self).map_err(|_| e))
+    }
+
     /// The value passed for `name`, by keyword or by its canonical position; `None` when not passed.
     pub fn passed(&self, name: &str) -> Option<&PyValue> {
         if let Some((_, v)) = self.keywords.iter().find(|(k, _)| k == name) {

@@ -191,10 +191,8 @@ fn targeted_scalar<R: Rng + ?Sized>(rng: &mut R) -> (Param, PyValue) {
 /// and their boundaries, or an `s_aux` of the call's heads.
 fn mate_argument<R: Rng + ?Sized>(rng: &mut R, call: &KvCacheCall) -> (&'static str, PyValue) {
     let tensor_shape = |param: Param| {
-        call.keywords
-            .iter()
-            .find(|(k, _)| k == param.name())
-            .and_then(|(_, v)| v.as_tensor())
+        call.passed(param.name())
+            .and_then(PyValue::as_tensor)
             .map(|t| t.shape.clone())
     };
     match rng.gen_range(0..4) {

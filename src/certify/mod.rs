@@ -22,6 +22,7 @@ use crate::spec::{InvalidCall, SourceError, cpu_tensors_on, read_calls};
 use crate::validate::registry::MessageMatch;
 use crate::validate::{Outcome, Profile, Severity, Verdict, profiles};
 use numerics::Numerics;
+use std::borrow::Cow;
 use std::io::{self, Write};
 use std::path::PathBuf;
 
@@ -114,12 +115,13 @@ pub fn certify_call(
     let gate_profile = gate_of(selected);
     let mut gate = gate_profile.validate(call);
     if let Some(resolved) = gate.resolved() {
+        // borrowed for `musa`: this runs for every call certify reads
         let single_rank = match gate_profile.name() {
-            GATE_PROFILE => Some(call.clone()),
+            GATE_PROFILE => Some(Cow::Borrowed(call)),
             _ => crate::musa::mate_rank(call)
                 .ok()
                 .filter(|(_, cp)| cp.world_size <= 1)
-                .map(|(rank_call, _)| rank_call),
+                .map(|(rank_call, _)| Cow::Owned(rank_call)),
         };
         if let Some(single) = single_rank {
             let departures = device::findings(&single, resolved);

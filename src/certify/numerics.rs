@@ -102,14 +102,18 @@ pub fn check(call: &KvCacheCall, cache: &mut InjectionCache, options: &MusaOptio
 
 /// Runs a call to mate's FA3-compatible wrapper (profile `mate`, which must have accepted it) on
 /// the kernel path and the references: one rank's call ([`musa::mate_rank`]) with the
-/// metadata its `metadata_args` describe. No SGLang wrapper, so nothing is injected.
+/// metadata its `metadata_args` describe, on the tensors the call itself materialises (the data
+/// `export` ships for it). No SGLang wrapper, so nothing is injected.
 pub fn check_mate(call: &KvCacheCall, options: &MusaOptions) -> Numerics {
-    let rank = musa::mate_rank(call).and_then(|(rank_call, cp)| {
-        with_described_metadata(&rank_call, options.mp).map(|rank_call| (rank_call, cp))
-    });
-    match rank {
-        Ok((rank_call, cp)) => check_rank(&rank_call, &cp, options),
-        Err(why) => Numerics::NotRun(why),
+    let rank = with_described_metadata(&call.returning_lse(), options.mp)
+        .and_then(|call| Ok((musa::mate_rank(&call)?, call)));
+    let ((rank_call, cp), call) = match rank {
+        Ok(rank) => rank,
+        Err(why) => return Numerics::NotRun(why),
+    };
+    match materialise(&call, options.memory_cap) {
+        Ok(tensors) => check_rank_on(&rank_call, musa::rank_tensors(tensors), &cp, options),
+        Err(e) => Numerics::NotRun(format!("the call's tensors: {e}")),
     }
 }
 
@@ -118,10 +122,19 @@ pub fn check_mate(call: &KvCacheCall, options: &MusaOptions) -> Numerics {
 /// and the references ([`reference::run_on_rank`]). The `mate` profile must have accepted it.
 pub fn check_rank(call: &KvCacheCall, cp: &ContextParallel, options: &MusaOptions) -> Numerics {
     let call = call.returning_lse();
-    let tensors = match materialise(&call, options.memory_cap) {
-        Ok(tensors) => tensors,
-        Err(e) => return Numerics::NotRun(format!("the call's tensors: {e}")),
-    };
+    match materialise(&call, options.memory_cap) {
+        Ok(tensors) => check_rank_on(&call, tensors, cp, options),
+        Err(e) => Numerics::NotRun(format!("the call's tensors: {e}")),
+    }
+}
+
+/// [`check_rank`] on materialised tensors; `call` returns its lse.
+fn check_rank_on(
+    call: &KvCacheCall,
+    tensors: Tensors,
+    cp: &ContextParallel,
+    options: &MusaOptions,
+) -> Numerics {
     let kernel_options = KernelOptions {
         mp: options.mp,
         // the kernel's buffers come on top of the materialised tensors
@@ -129,12 +142,12 @@ pub fn check_rank(call: &KvCacheCall, cp: &ContextParallel, options: &MusaOption
         context_parallel: Some(cp.clone()),
         ..KernelOptions::default()
     };
-    let output = match kernel::run(&call, &tensors, &kernel_options) {
+    let output = match kernel::run(call, &tensors, &kernel_options) {
         Ok(output) => output,
         Err(KernelError::OverCap { needed, .. }) => return over_the_cap(needed, &tensors, options),
         Err(e) => return Numerics::Differs(format!("the device would not compute this call: {e}")),
     };
-    let run = |precision| reference::run_on_rank(&call, &tensors, cp, precision);
+    let run = |precision| reference::run_on_rank(call, &tensors, cp, precision);
     match (run(Precision::Exact), run(Precision::LowPrecision)) {
         (Ok(exact), Ok(low)) => match output.judge(&exact, &low) {
             Ok(report) => Numerics::Within(report),

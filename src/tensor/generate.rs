@@ -285,7 +285,7 @@ fn generate(
             )));
         }
     }
-    let dims = call.bind_canonical().ok().and_then(|b| Dims::of(&b).ok());
+    let dims = call.bind_entry().ok().and_then(|b| Dims::of(&b).ok());
     let rank = |name: &str| {
         INDEX_ORDER
             .iter()
@@ -338,6 +338,24 @@ mod tests {
             .set("cache_seqlens", PyValue::tensor(Dtype::Int32, &[2]))
             .set("cache_leftpad", PyValue::tensor(Dtype::Int32, &[2]));
         call
+    }
+
+    /// A call written for mate's FA3 wrapper (it passes `s_aux`) gets the index values its
+    /// dimensions give, as the same call written for SGLang's wrapper does; they were all zero
+    /// when only the canonical signature was bound (every sequence on page 0).
+    #[test]
+    fn a_call_for_mates_wrapper_gets_the_same_index_values() {
+        let sglang = paged_decode();
+        let mut mate = sglang.clone();
+        mate.set("s_aux", PyValue::tensor(Dtype::Bfloat16, &[4]));
+        let (a, b) = (
+            materialise(&sglang, 1 << 30).unwrap(),
+            materialise(&mate, 1 << 30).unwrap(),
+        );
+        for name in ["page_table", "cache_seqlens", "cache_leftpad"] {
+            assert_eq!(a[name], b[name], "{name}");
+        }
+        assert!(b["page_table"].data.iter().any(|&page| page != 0.0));
     }
 
     #[test]
