@@ -8,7 +8,14 @@
 //!
 //! * **Output:** `max|out − ref64| ≤ mult · max|lowprec − ref64| + 1e-5` and
 //!   `mean|out − ref64| ≤ mult_mean · mean|lowprec − ref64|`, with `mult = 2`, `mult_mean = 1.5`
-//!   (fp8 inputs: 4 and 3), exactly FA3's rule.
+//!   (fp8 inputs: 4 and 3), exactly `test_flash_attn_kvcache`'s rule (hopper/test_flash_attn.py
+//!   L1048-L1051 at 0251105a). That test never passes a softcap; the one that does,
+//!   `test_flash_attn_output`, allows three times the baseline's maximum error where the call
+//!   has a softcap (`rtol = 2 if softcap == 0.0 else 3`, L256, asserted at L285), so a call whose
+//!   stack applies a softcap gets `mult = 3` (fp8 keeps 4). That test's additive term
+//!   `fwd_atol = 2·max|out_ref + 0.3 − 0.3 − out_ref|` (L255) is not taken: it applies to its
+//!   calls with and without softcap alike, and the kvcache test, whose calls these are, has 1e-5
+//!   instead. Nor is its lack of a mean check: the mean bound stays.
 //! * **lse:** the same two inequalities with the same multipliers, and the 1e-5 slack on the mean
 //!   as well (lse is returned in float32, whose rounding the low-precision baseline need not show).
 //!   FA3's test does not check lse; this is fa3conform's extension of its rule.
@@ -39,7 +46,7 @@ use thiserror::Error;
 /// Slack added to the maximum (and, for lse, the mean) bound.
 pub const ATOL: f64 = 1e-5;
 
-/// The multipliers of the rule for one input dtype.
+/// The multipliers of the rule for one call.
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub struct Multipliers {
     pub max: f64,
@@ -47,17 +54,22 @@ pub struct Multipliers {
 }
 
 impl Multipliers {
-    pub fn for_dtype(dtype: Dtype) -> Multipliers {
-        if dtype == Dtype::Float8E4m3fn {
-            Multipliers {
+    /// For a call with input dtype `dtype` whose stack applies a softcap or not (see the module
+    /// documentation).
+    pub fn for_call(dtype: Dtype, softcap: bool) -> Multipliers {
+        match (dtype == Dtype::Float8E4m3fn, softcap) {
+            (true, _) => Multipliers {
                 max: 4.0,
                 mean: 3.0,
-            }
-        } else {
-            Multipliers {
+            },
+            (false, true) => Multipliers {
+                max: 3.0,
+                mean: 1.5,
+            },
+            (false, false) => Multipliers {
                 max: 2.0,
                 mean: 1.5,
-            }
+            },
         }
     }
 }
@@ -343,6 +355,7 @@ pub fn judge(
         k_cache: Some(k_cache),
         v_cache: Some(v_cache),
         dtype: ref64.dtype,
+        softcap: ref64.softcap,
         rotated_keys: ref64.rotated_keys,
         unspecified: None,
         max_logit: None,
@@ -351,14 +364,14 @@ pub fn judge(
 }
 
 /// Judges `imp` against `ref64` with `lowprec` as the baseline (see the module documentation).
-/// The multipliers and the key tolerance come from `ref64.dtype` and `ref64.rotated_keys`; those
-/// fields of `imp` and `lowprec` are not read.
+/// The multipliers and the key tolerance come from `ref64.dtype`, `ref64.softcap` and
+/// `ref64.rotated_keys`; those fields of `imp` and `lowprec` are not read.
 pub fn compare(
     imp: &RefOutput,
     ref64: &RefOutput,
     lowprec: &RefOutput,
 ) -> Result<Report, Mismatch> {
-    let mult = Multipliers::for_dtype(ref64.dtype);
+    let mult = Multipliers::for_call(ref64.dtype, ref64.softcap);
     let skip = ref64.unspecified.as_ref();
     let out = deviation(
         "out",
@@ -428,6 +441,7 @@ mod tests {
             k_cache: None,
             v_cache: None,
             dtype,
+            softcap: false,
             rotated_keys: false,
             unspecified: None,
             max_logit: None,
@@ -455,6 +469,43 @@ mod tests {
         let low8 = output(&[1.1, 2.0], &[0.0, 0.0], Dtype::Float8E4m3fn);
         assert!(compare(&too_far, &r8, &low8).is_ok());
         assert!(compare(&mean_off, &r8, &low8).is_ok());
+    }
+
+    #[test]
+    fn a_softcap_allows_three_times_the_baseline_maximum() {
+        // The differential finding's maxima (fp16, softcap 13.5): baseline 3.420e-4, the kernel
+        // path 7.027e-4. Without softcap: allowed 2 · 3.420e-4 + 1e-5 = 6.940e-4, refused; with
+        // it: 3 · 3.420e-4 + 1e-5 = 1.036e-3, admitted. The baseline is 3.420e-4 off everywhere
+        // (mean 3.420e-4, allowed mean 5.13e-4), the kernel only at the first element (mean
+        // 1.75675e-4), so the maximum alone decides.
+        let r = output(&[0.5, 0.0, 0.0, 0.0], &[0.0], Dtype::Float16);
+        let low = output(
+            &[0.5 + 3.420e-4, 3.420e-4, 3.420e-4, 3.420e-4],
+            &[0.0],
+            Dtype::Float16,
+        );
+        let kernel = output(&[0.5 + 7.027e-4, 0.0, 0.0, 0.0], &[0.0], Dtype::Float16);
+        let err = compare(&kernel, &r, &low).unwrap_err();
+        assert_eq!(err.tensor, "out");
+        assert!(
+            err.reason.starts_with("max 7.027e-4 (allowed 6.940e-4"),
+            "{err}"
+        );
+        let r_softcap = RefOutput {
+            softcap: true,
+            ..r.clone()
+        };
+        let report = compare(&kernel, &r_softcap, &low).unwrap();
+        assert!((report.out.allowed_max - 1.036e-3).abs() < 1e-12);
+        // The mean bound stays 1.5 times the baseline's.
+        assert!((report.out.allowed_mean - 5.13e-4).abs() < 1e-12);
+        let mean_off = output(&[0.5 + 7.027e-4, 6e-4, 6e-4, 6e-4], &[0.0], Dtype::Float16);
+        assert_eq!(
+            compare(&mean_off, &r_softcap, &low).unwrap_err().tensor,
+            "out"
+        );
+        // fp8 keeps its multiplier 4, softcap or not.
+        assert_eq!(Multipliers::for_call(Dtype::Float8E4m3fn, true).max, 4.0);
     }
 
     #[test]

@@ -124,6 +124,7 @@ fn run_summary() {
             k_cache: Some(array(&[1, 2, 1, 1], &[1.0, 2.0])),
             v_cache: Some(array(&[1, 2, 1, 1], &[3.0, f64::NAN])),
             dtype: Dtype::Bfloat16,
+            softcap: false,
             rotated_keys: false,
             unspecified: None,
             max_logit: None,

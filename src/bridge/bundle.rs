@@ -4,7 +4,7 @@
 use super::tensors::{
     StoredTensor, TensorFile, TensorFileError, read_tensor_file, write_tensor_file,
 };
-use crate::call::{Dtype, KvCacheCall};
+use crate::call::{Dtype, KvCacheCall, PyValue};
 use crate::files::{self, FileError};
 use crate::reference::{Precision, RefOutput, Unspecified};
 use crate::spec::{SpecError, call_to_json, parse_specs};
@@ -50,8 +50,8 @@ pub mod names {
     }
 }
 
-/// The tolerance rule's parameters for the call's input dtype, written to `expected.json` for
-/// readers of the bundle; `verify` applies [`crate::tolerance`] itself.
+/// The tolerance rule's parameters for the call's input dtype and softcap, written to
+/// `expected.json` for readers of the bundle; `verify` applies [`crate::tolerance`] itself.
 #[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
 pub struct ToleranceParams {
     /// `max|impl − ref64| ≤ max_mult · max|lowprec − ref64| + atol`.
@@ -62,8 +62,8 @@ pub struct ToleranceParams {
 }
 
 impl ToleranceParams {
-    pub fn for_dtype(dtype: Dtype) -> ToleranceParams {
-        let mult = tolerance::Multipliers::for_dtype(dtype);
+    pub fn for_call(dtype: Dtype, softcap: bool) -> ToleranceParams {
+        let mult = tolerance::Multipliers::for_call(dtype, softcap);
         ToleranceParams {
             max_mult: mult.max,
             mean_mult: mult.mean,
@@ -147,6 +147,8 @@ pub struct ExpectedNumbers {
     pub profile: String,
     /// The attention input dtype (`q`'s): it sets the tolerance multipliers.
     pub input_dtype: Dtype,
+    /// The stack applies the call's softcap: it raises the tolerance's maximum multiplier.
+    pub softcap: bool,
     /// The dtype the stack returns `out` in.
     pub out_dtype: Dtype,
     /// Appended keys were rotated: cache keys compare within a tolerance, not bit for bit.
@@ -218,6 +220,7 @@ impl ExpectedNumbers {
         ExpectedNumbers {
             profile: profile.to_string(),
             input_dtype: exact.dtype,
+            softcap: exact.softcap,
             out_dtype,
             rotated_keys: exact.rotated_keys,
             returns_lse,
@@ -270,6 +273,7 @@ impl ExpectedNumbers {
             k_cache: cache(names::K_CACHE),
             v_cache: cache(names::V_CACHE),
             dtype: self.input_dtype,
+            softcap: self.softcap,
             rotated_keys: self.rotated_keys,
             unspecified: (!lowprec).then(|| self.unspecified()).flatten(),
             max_logit: None,
@@ -318,11 +322,14 @@ struct NumericsJson {
     /// torch names.
     input_dtype: String,
     out_dtype: String,
+    /// Written only when true (bundles of calls without softcap read as before).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    softcap: bool,
     rotated_keys: bool,
     returns_lse: bool,
     returned_values: usize,
     appends_kv: bool,
-    /// Informative: `verify` derives the parameters from `input_dtype`.
+    /// Informative: `verify` derives the parameters from `input_dtype` and `softcap`.
     #[serde(default)]
     tolerance: Option<ToleranceParams>,
 }
@@ -388,11 +395,12 @@ pub fn write_bundle(dir: &Path, bundle: &CaseBundle) -> Result<(), BundleError> 
         profile: e.profile.clone(),
         input_dtype: e.input_dtype.torch_name().to_string(),
         out_dtype: e.out_dtype.torch_name().to_string(),
+        softcap: e.softcap,
         rotated_keys: e.rotated_keys,
         returns_lse: e.returns_lse,
         returned_values: e.returned_values,
         appends_kv: e.appends_kv,
-        tolerance: Some(ToleranceParams::for_dtype(e.input_dtype)),
+        tolerance: Some(ToleranceParams::for_call(e.input_dtype, e.softcap)),
     });
     let expected = ExpectedJson {
         schema_version: SCHEMA_VERSION,
@@ -490,6 +498,7 @@ pub fn read_bundle(dir: &Path, cap_bytes: usize) -> Result<CaseBundle, BundleErr
             let numbers = ExpectedNumbers {
                 profile: n.profile,
                 input_dtype: dtype(&n.input_dtype)?,
+                softcap: n.softcap,
                 out_dtype: dtype(&n.out_dtype)?,
                 rotated_keys: n.rotated_keys,
                 returns_lse: n.returns_lse,
@@ -562,6 +571,11 @@ fn expected_fits_the_call(numbers: &ExpectedNumbers, call: &KvCacheCall) -> Resu
                 tensors[names::OUT].shape
             ));
         }
+    }
+    // A softcap loosens the tolerance, so a bundle may claim one only for a call that has one.
+    let call_softcap = call.passed("softcap").and_then(PyValue::as_number);
+    if numbers.softcap && call_softcap.is_none_or(|c| c == 0.0) {
+        return Err("expected.json's softcap is true, call.json has no softcap".into());
     }
     if numbers.appends_kv {
         for name in [names::K_CACHE, names::V_CACHE] {
@@ -693,6 +707,16 @@ mod tests {
         );
         assert_eq!(expected[names::LSE].shape, [1, 2, 2]);
         assert_eq!(expected[names::OUT].dtype, Dtype::Float32);
+
+        // A softcap raises the tolerance: a bundle cannot claim one its call does not have.
+        let mut claims_softcap = bundle.clone();
+        claims_softcap.expected.as_mut().unwrap().softcap = true;
+        write_bundle(dir.path(), &claims_softcap).unwrap();
+        let err = read_bundle(dir.path(), 1 << 20).unwrap_err().to_string();
+        assert!(
+            err.ends_with("expected.json's softcap is true, call.json has no softcap"),
+            "{err}"
+        );
     }
 
     /// A bundle folder or file that is already a symbolic link was written through (issue 16

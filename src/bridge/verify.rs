@@ -224,6 +224,7 @@ fn compare_outputs(expected: &ExpectedNumbers, result: &TensorFile) -> CaseStatu
         k_cache: expected.appends_kv.then(|| values(names::K_CACHE)),
         v_cache: expected.appends_kv.then(|| values(names::V_CACHE)),
         dtype: expected.input_dtype,
+        softcap: expected.softcap,
         rotated_keys: expected.rotated_keys,
         unspecified: None,
         max_logit: None,
@@ -554,6 +555,7 @@ mod tests {
         ExpectedNumbers {
             profile: "musa".into(),
             input_dtype: crate::call::Dtype::Bfloat16,
+            softcap: false,
             out_dtype: crate::call::Dtype::Bfloat16,
             rotated_keys: false,
             returns_lse: returned_values > 1,

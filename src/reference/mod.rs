@@ -108,6 +108,8 @@ pub struct RefOutput {
     pub v_cache: Option<ArrayD<f64>>,
     /// The attention input dtype (`q`'s), which sets the tolerance multipliers.
     pub dtype: Dtype,
+    /// The stack applied a softcap, which raises the tolerance's maximum multiplier.
+    pub softcap: bool,
     /// The appended keys were rotated (so cache keys are compared with a tolerance, not bit-exactly).
     pub rotated_keys: bool,
     /// Elements no definition fixes (rows no kernel writes, values a device race decides);
@@ -224,6 +226,7 @@ fn evaluate(p: &Problem) -> Result<RefOutput, RefError> {
         k_cache,
         v_cache,
         dtype: p.dtype,
+        softcap: p.softcap.is_some(),
         rotated_keys: p.rotary.is_some() && p.new_kv,
         unspecified,
         max_logit: Some(shape_lse(p, max_logit)?),
