@@ -35,6 +35,13 @@ fn base_build(out_dir: &Path, name: &str) -> cc::Build {
     {
         build.define("FA3_HOST_CHECKED", None);
     }
+    // The fuzz targets that run the kernel check its memory accesses with AddressSanitizer while
+    // the Rust code, which needs no such check, runs uninstrumented; the binary links the runtime.
+    if env::var_os("CARGO_FEATURE_ASAN_KERNEL").is_some() {
+        build
+            .flag("-fsanitize=address")
+            .flag("-fno-omit-frame-pointer");
+    }
     build
 }
 
