@@ -3,7 +3,7 @@
 
 use fa3conform::fuzzing::generators::{FuzzCall, Target};
 use fa3conform::fuzzing::harness;
-use fa3conform::fuzzing::oracles::verdict::validate_all;
+use fa3conform::fuzzing::oracles::verdict::{Determinism, validate_all};
 use fa3conform::validate::Outcome;
 use rand::{RngCore, SeedableRng};
 use rand_chacha::ChaCha8Rng;
@@ -28,7 +28,7 @@ fn validate_reaches_acceptance_and_many_error_sites() {
     for bytes in &cases {
         let mut u = arbitrary::Unstructured::new(bytes);
         let case = FuzzCall::decode(&mut u, Target::Validation).unwrap();
-        for verdict in validate_all(&case.call) {
+        for verdict in validate_all(&case.call, Determinism::Checked) {
             match verdict.outcome {
                 Outcome::Rejected(r) => {
                     sites.insert(r.site);

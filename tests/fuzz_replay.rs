@@ -6,7 +6,7 @@
 use fa3conform::bridge::verify::CaseStatus;
 use fa3conform::call::KvCacheCall;
 use fa3conform::fuzzing::oracles::metadata::Change;
-use fa3conform::fuzzing::oracles::verdict::validate_all;
+use fa3conform::fuzzing::oracles::verdict::{Determinism, validate_all};
 use fa3conform::fuzzing::{harness, read_corpus};
 use fa3conform::spec::parse_specs;
 use std::path::{Path, PathBuf};
@@ -134,7 +134,7 @@ fn metadata_corpus_replays() {
 #[test]
 fn validate_regressions_replay_as_calls() {
     for call in regression_specs("validate") {
-        validate_all(&call);
+        validate_all(&call, Determinism::Checked);
     }
 }
 

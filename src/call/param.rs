@@ -20,6 +20,15 @@ macro_rules! params {
                     $(Param::$variant => $name,)*
                 }
             }
+
+            /// The parameter named `name`, if any signature has one (a `match`, which compiles to
+            /// a few length and byte comparisons: binding a call looks up each of its keywords).
+            pub fn from_name(name: &str) -> Option<Param> {
+                match name {
+                    $($name => Some(Param::$variant),)*
+                    _ => None,
+                }
+            }
         }
     };
 }
@@ -80,15 +89,23 @@ params! {
     FaVersion = "fa_version",
 }
 
-impl Param {
-    /// The parameter named `name`, if any signature has one.
-    pub fn from_name(name: &str) -> Option<Param> {
-        Param::ALL.into_iter().find(|p| p.name() == name)
-    }
-}
-
 impl std::fmt::Display for Param {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.write_str(self.name())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::Param;
+
+    #[test]
+    fn every_name_looks_up_its_parameter() {
+        for param in Param::ALL {
+            assert_eq!(Param::from_name(param.name()), Some(param));
+        }
+        assert_eq!(Param::from_name("k_cache"), Some(Param::KCache));
+        assert_eq!(Param::from_name("kcache"), None);
+        assert_eq!(Param::from_name(""), None);
     }
 }

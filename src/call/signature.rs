@@ -165,7 +165,8 @@ pub fn bind(signature: &'static Signature, call: &KvCacheCall) -> Result<BoundAr
     }
     let mut extra = Vec::new();
     for (name, value) in &call.keywords {
-        match signature.params.iter().position(|(p, _)| p.name() == name) {
+        let param = Param::from_name(name);
+        match signature.params.iter().position(|(p, _)| Some(*p) == param) {
             Some(i) if slots[i].is_some() => {
                 return Err(format!("{f}() got multiple values for argument '{name}'"));
             }

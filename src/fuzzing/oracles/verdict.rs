@@ -8,20 +8,45 @@ use crate::call::{Dims, KvCacheCall};
 use crate::validate::profiles::{self, mha_fwd::STABLE_FILE};
 use crate::validate::registry::{self, cuda::stable_location, template_matches};
 use crate::validate::{Outcome, Profile, Rejection, Verdict};
+use std::cell::OnceCell;
+
+/// Whether a check validates the call a second time to compare the verdicts.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Determinism {
+    Checked,
+    Unchecked,
+}
 
 /// `profile`'s verdict on `call`, checked: validating twice gives the same verdict; a rejection
 /// is a site of the profile's list with the registered exception and a message of the site's
 /// form; every hazard is registered; an accepted call whose sizes derive
 /// resolves those sizes (stacks accept some inconsistent shapes, which the kernel path refuses).
 pub fn verdict_checked(profile: &dyn Profile, call: &KvCacheCall) -> Result<Verdict, String> {
+    verdict_checked_with(profile, call, &CallDims::default(), Determinism::Checked)
+}
+
+/// The sizes `call` itself derives (`None` when it binds to no signature or its shapes give
+/// none), derived on first use and shared by every profile's check of the call.
+type CallDims = OnceCell<Option<Dims>>;
+
+/// [`verdict_checked`], validating twice only with [`Determinism::Checked`].
+fn verdict_checked_with(
+    profile: &dyn Profile,
+    call: &KvCacheCall,
+    call_dims: &CallDims,
+    determinism: Determinism,
+) -> Result<Verdict, String> {
     let name = profile.name();
-    let (first, second) = (profile.validate(call), profile.validate(call));
-    // A NaN (e.g. a NaN softmax_scale a stack accepts) differs from itself under `==`; Debug, where
-    // it equals itself, settles those (rare) cases.
-    if first != second && format!("{first:?}") != format!("{second:?}") {
-        return Err(format!(
-            "{name} is not deterministic: {first:?} then {second:?}"
-        ));
+    let first = profile.validate(call);
+    if determinism == Determinism::Checked {
+        let second = profile.validate(call);
+        // A NaN (e.g. a NaN softmax_scale a stack accepts) differs from itself under `==`; Debug,
+        // where it equals itself, settles those (rare) cases.
+        if first != second && format!("{first:?}") != format!("{second:?}") {
+            return Err(format!(
+                "{name} is not deterministic: {first:?} then {second:?}"
+            ));
+        }
     }
     match &first.outcome {
         Outcome::Rejected(rejection) => {
@@ -48,10 +73,11 @@ pub fn verdict_checked(profile: &dyn Profile, call: &KvCacheCall) -> Result<Verd
             }
         }
         Outcome::Accepted(resolved) if !resolved.mla_decode => {
-            let dims = call
-                .bind_canonical()
-                .ok()
-                .and_then(|bound| Dims::of(&bound).ok());
+            let dims = call_dims.get_or_init(|| {
+                call.bind_canonical()
+                    .ok()
+                    .and_then(|bound| Dims::of(&bound).ok())
+            });
             if let Some(dims) = dims {
                 let resolved_sizes = (
                     resolved.batch_size,
@@ -108,13 +134,15 @@ pub fn message_is_from_site(template: &str, rejection: &Rejection) -> bool {
                 || template_matches("{} dimension {} must have size {}, got {}", body)))
 }
 
-/// Every profile's verdict on `call`, each checked by [`verdict_checked`]; a failure panics with
-/// the call (the fuzz targets' form of a finding).
-pub fn validate_all(call: &KvCacheCall) -> Vec<Verdict> {
+/// Every profile's verdict on `call`, each checked by [`verdict_checked`] (validated twice only
+/// with [`Determinism::Checked`]); a failure panics with the call (the fuzz targets' form of a
+/// finding).
+pub fn validate_all(call: &KvCacheCall, determinism: Determinism) -> Vec<Verdict> {
+    let call_dims = CallDims::default();
     profiles::all()
         .into_iter()
         .map(|profile| {
-            verdict_checked(profile, call)
+            verdict_checked_with(profile, call, &call_dims, determinism)
                 .unwrap_or_else(|problem| panic!("{problem}, on {}", repro(call)))
         })
         .collect()
