@@ -57,7 +57,7 @@ proptest! {
 #[test]
 fn properties_reach_every_outcome() {
     let mut seen: BTreeMap<Established, usize> = BTreeMap::new();
-    for seed in 0..40u64 {
+    for seed in 0..100u64 {
         let call = call_from_seed(seed);
         *seen
             .entry(check_equivalence(&call, DEFAULT_MP).unwrap())

@@ -38,6 +38,8 @@ pub struct Options {
     pub max_heads_k: usize,
     /// Largest number of query heads per KV head.
     pub max_group: usize,
+    /// Largest head dim (`d` and `dv`) of the drawn pairs; `qv`'s `dv` of 256 aside.
+    pub max_head_dim: usize,
     /// fp8 inputs (FA3 and sgl-kernel only).
     pub fp8: bool,
     /// MUSA's MLA shape (`q` 64, `qv` 512, page size 64). The call carries no `scheduler_metadata`:
@@ -55,6 +57,7 @@ impl Options {
             max_seqlen_k: 24,
             max_heads_k: 3,
             max_group: 4,
+            max_head_dim: usize::MAX,
             fp8: stack != Stack::Musa,
             mla: stack == Stack::Musa,
         }
@@ -73,8 +76,14 @@ fn offsets(lengths: &[usize]) -> Vec<i64> {
     cu
 }
 
-/// `(d, dv)` pairs the stack has kernels for, raw (mate rounds them up, musa-fa3.md §6.3).
-fn head_dims<R: Rng + ?Sized>(rng: &mut R, stack: Stack, fp8: bool) -> (usize, usize) {
+/// `(d, dv)` pairs the stack has kernels for, raw (mate rounds them up, musa-fa3.md §6.3), with
+/// neither above `max_head_dim`.
+fn head_dims<R: Rng + ?Sized>(
+    rng: &mut R,
+    stack: Stack,
+    fp8: bool,
+    max_head_dim: usize,
+) -> (usize, usize) {
     const MUSA: [(usize, usize); 7] = [
         (32, 32),
         (64, 64),
@@ -98,7 +107,14 @@ fn head_dims<R: Rng + ?Sized>(rng: &mut R, stack: Stack, fp8: bool) -> (usize, u
         (_, true) => &CUDA_FP8,
         (_, false) => &CUDA,
     };
-    *pairs.choose(rng).expect("non-empty")
+    let fitting: Vec<(usize, usize)> = pairs
+        .iter()
+        .copied()
+        .filter(|&(d, dv)| d.max(dv) <= max_head_dim)
+        .collect();
+    *fitting
+        .choose(rng)
+        .expect("max_head_dim admits the smallest pair, 32")
 }
 
 /// A random call for `options.stack`.
@@ -169,7 +185,7 @@ impl Sizes {
         let (d, dv) = if qv {
             (*[32, 64].choose(rng).expect("non-empty"), 256)
         } else {
-            head_dims(rng, stack, fp8)
+            head_dims(rng, stack, fp8, options.max_head_dim)
         };
         let b = rng.gen_range(1..=options.max_batch);
         let hk = rng.gen_range(1..=options.max_heads_k);
