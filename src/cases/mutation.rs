@@ -111,14 +111,16 @@ fn parameter<R: Rng + ?Sized>(rng: &mut R) -> Param {
 
 /// The parameters `call` passes by keyword, for which `wanted` holds.
 fn passed_params(call: &KvCacheCall, wanted: impl Fn(&PyValue) -> bool) -> Vec<Param> {
-    Param::ALL
-        .into_iter()
-        .filter(|param| {
-            call.keywords
-                .iter()
-                .any(|(k, v)| k == param.name() && wanted(v))
-        })
-        .collect()
+    let mut params: Vec<Param> = call
+        .keywords
+        .iter()
+        .filter(|(_, value)| wanted(value))
+        .filter_map(|(name, _)| Param::from_name(name))
+        .collect();
+    // In `Param::ALL`'s order (the enum's), whatever the call's keyword order.
+    params.sort_unstable();
+    params.dedup();
+    params
 }
 
 /// A Python value of any type, small or on a boundary.
