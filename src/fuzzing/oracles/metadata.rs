@@ -461,9 +461,10 @@ pub fn check_sensitivity(
 
 /// The calls the properties are checked on: MUSA calls long enough to split the key range
 /// (more than 4 key blocks) and, with a few query heads per KV head, to need several m-blocks.
-/// Head dims stay at 64 or below: the split heuristic and the tile shape read them only for
-/// sizes these calls never reach (a KV head over mate's L2 size, head dims of 256 and more), so
-/// larger ones would only multiply every cache element materialised, copied and compared (the
+/// Head dims stay at 64 or below: the split count and the tile shape read them only for sizes
+/// these calls never reach (a KV head over mate's L2 size, head dims of 256 and more), and the
+/// L2 head grouping still takes its groups of 16 and 8 (4 and 2 need `d + dv` above 128), while
+/// larger dims multiplied every cache element materialised, copied and compared (the
 /// `differential` target and the `kernel` suite draw them all).
 pub fn case_options() -> Options {
     Options {
