@@ -2,6 +2,7 @@
 //! whatever the file is (a size reported by the file system is no bound: `/dev/zero` and pipes
 //! report 0), and a write never goes through a symbolic link.
 
+use crate::memory::{Budget, OverBudget};
 use std::fs::{File, OpenOptions};
 use std::io::{self, Read, Write};
 use std::path::{Path, PathBuf};
@@ -21,6 +22,8 @@ pub enum FileError {
         path: String,
         error: std::string::FromUtf8Error,
     },
+    #[error("reading {path}: {over}")]
+    OverBudget { path: String, over: OverBudget },
     #[error("writing {path}: {error}")]
     Write { path: PathBuf, error: io::Error },
     #[error("writing {path}: it is a symbolic link, and fa3conform writes through none")]
@@ -55,6 +58,25 @@ pub fn read(path: &Path, cap: usize) -> Result<Vec<u8>, FileError> {
         error,
     })?;
     read_bounded(file, &name, cap)
+}
+
+/// The text of `path`, or of standard input for `-`, held in `budget`, with `parsed` more bytes
+/// for what the caller builds from the text (the bound on its parsed form), also held.
+pub fn read_text_within(
+    path: &Path,
+    budget: &mut Budget,
+    parsed: impl FnOnce(&str) -> u128,
+) -> Result<String, FileError> {
+    let text = read_text(path, budget.left())?;
+    let name = || match path.as_os_str() == "-" {
+        true => "<stdin>".to_string(),
+        false => path.display().to_string(),
+    };
+    budget
+        .hold("its text", text.len() as u128)
+        .and_then(|()| budget.hold("its parsed form", parsed(&text)))
+        .map_err(|over| FileError::OverBudget { path: name(), over })?;
+    Ok(text)
 }
 
 /// The text of `path`, or of standard input for `-`, at most `cap` bytes of it.

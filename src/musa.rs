@@ -10,7 +10,7 @@
 //! between calls. Calls mate routes to its MLA decode branch give [`MusaError::MlaBranch`].
 
 use crate::call::{
-    CachedBuffer, Dtype, KvCacheCall, LayerInfo, MetadataArgsSpec, Param, PyValue, SglangBackend,
+    CachedBuffer, KvCacheCall, LayerInfo, MetadataArgsSpec, Param, PyValue, SglangBackend,
     signature,
 };
 use crate::kernel::{self, KernelError, KernelOptions, MetadataSource};
@@ -288,13 +288,13 @@ pub fn flash_attn_with_kvcache(
     options: &MusaOptions,
 ) -> Result<MusaOutput, MusaError> {
     let tensors = materialise(call, options.memory_cap)?;
-    flash_attn_with_kvcache_on(call, tensors, cache, options)
+    flash_attn_with_kvcache_on(call, &tensors, cache, options)
 }
 
 /// [`flash_attn_with_kvcache`] on already materialised tensors.
 pub fn flash_attn_with_kvcache_on(
     call: &KvCacheCall,
-    mut tensors: Tensors,
+    tensors: &Tensors,
     cache: &mut InjectionCache,
     options: &MusaOptions,
 ) -> Result<MusaOutput, MusaError> {
@@ -307,22 +307,21 @@ pub fn flash_attn_with_kvcache_on(
     if resolved.mla_decode {
         return Err(MusaError::MlaBranch);
     }
-    let metadata = injected_metadata(&call, &tensors, cache, options.mp)?;
-    // A passed tensor is among `tensors` already; an injected one is what the wrapper passes on.
-    if let MetadataUsed::Injected { metadata, .. } = &metadata {
-        tensors.insert(
-            "scheduler_metadata".into(),
-            HostTensor::vector(Dtype::Int32, metadata.values.iter().map(|&v| f64::from(v))),
-        );
-    }
+    let metadata = injected_metadata(&call, tensors, cache, options.mp)?;
     let kernel_options = KernelOptions {
         mp: options.mp,
-        metadata: MetadataSource::FromCall,
+        // A passed tensor is among `tensors`; an injected one is what the wrapper passes on.
+        metadata: match &metadata {
+            MetadataUsed::Injected { metadata, .. } => {
+                MetadataSource::Injected(metadata.values.clone())
+            }
+            _ => MetadataSource::FromCall,
+        },
         // the kernel's buffers come on top of the materialised tensors
-        memory_cap: options.memory_cap.saturating_sub(host_bytes(&tensors)),
+        memory_cap: options.memory_cap.saturating_sub(host_bytes(tensors)),
         ..KernelOptions::default()
     };
-    let output = kernel::run(&call, &tensors, &kernel_options)?;
+    let output = kernel::run(&call, tensors, &kernel_options)?;
     let return_lse = call
         .bind_canonical()
         .map_err(KernelError::Rejected)?

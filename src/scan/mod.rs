@@ -33,6 +33,7 @@ pub use report::{ScanOptions, ScanReport, scan};
 pub use rules::{Rule, Selection};
 
 use crate::call::PyValue;
+use crate::memory::Budget;
 use diagnostic::LineIndex;
 use entry_point::{EntryModule, FUNCTION};
 use expand::{EffectiveCall, Expander};
@@ -41,12 +42,22 @@ use rayon::prelude::*;
 use resolve::{InitCache, Resolver, ScannedFile};
 use std::collections::{BTreeSet, HashSet};
 use std::path::{Path, PathBuf};
+use std::sync::Mutex;
 
 /// Diagnostics reported per file; the rest are counted in one [`Rule::OutputTruncated`].
 pub const MAX_DIAGNOSTICS_PER_FILE: usize = 200;
 
 /// Call sites listed per file in `--format json` and `--emit-specs`; the summary counts them all.
 pub const MAX_CALL_RECORDS_PER_FILE: usize = 1000;
+
+/// Heap bytes parsing and analysing a file may take per byte of its source (tree-sitter's tree
+/// and the analysis): about 380 on the worst input measured (8 MiB of one list of one-letter
+/// names peaked at 3.1 GB; ordinary code about 60), with a margin. A file is parsed only when this
+/// much of its size fits in the memory budget.
+const PARSE_BYTES_PER_SOURCE_BYTE: u128 = 512;
+
+/// What a parsed file keeps per byte of source until the scan ends (its source, its analysis).
+const KEPT_BYTES_PER_SOURCE_BYTE: u128 = 64;
 
 /// A path given to the scan that does not exist.
 #[derive(Debug, thiserror::Error)]
@@ -133,9 +144,15 @@ impl Source {
         }
     }
 
-    fn read(&self) -> std::io::Result<std::borrow::Cow<'_, [u8]>> {
+    /// The file's bytes, at most `cap` of them (whatever the file is: a size is no bound).
+    fn read(&self, cap: usize) -> Result<std::borrow::Cow<'_, [u8]>, String> {
         match &self.content {
-            Content::Path(path) => std::fs::read(path).map(Into::into),
+            Content::Path(path) => crate::files::read(path, cap)
+                .map(Into::into)
+                .map_err(|e| e.to_string()),
+            Content::Bytes(bytes) if bytes.len() > cap => Err(format!(
+                "more than {cap} bytes, over the memory cap (raise it with --memory-cap)"
+            )),
             Content::Bytes(bytes) => Ok(bytes.as_slice().into()),
         }
     }
@@ -160,10 +177,15 @@ enum Loaded {
     Invalid(Diagnostic),
 }
 
-/// Scans files and directories, reporting the rules `selection` picks.
-pub fn scan_paths(paths: &[PathBuf], selection: &Selection) -> Result<ScanResult, ScanError> {
+/// Scans files and directories, reporting the rules `selection` picks, parsing no file whose
+/// analysis would not fit in `memory_cap` bytes with the files parsed before it.
+pub fn scan_paths(
+    paths: &[PathBuf],
+    selection: &Selection,
+    memory_cap: usize,
+) -> Result<ScanResult, ScanError> {
     let (sources, walk_errors) = walk(paths)?;
-    let mut result = scan_sources(&sources, selection);
+    let mut result = scan_sources(&sources, selection, memory_cap);
     result.diagnostics.extend(
         walk_errors
             .into_iter()
@@ -173,16 +195,17 @@ pub fn scan_paths(paths: &[PathBuf], selection: &Selection) -> Result<ScanResult
     Ok(result)
 }
 
-/// Scans files given as [`Source`]s.
-pub fn scan_sources(sources: &[Source], selection: &Selection) -> ScanResult {
+/// Scans files given as [`Source`]s within `memory_cap` bytes (see [`scan_paths`]).
+pub fn scan_sources(sources: &[Source], selection: &Selection, memory_cap: usize) -> ScanResult {
     let mut interest = Interest {
         names: HashSet::from([FUNCTION.to_string()]),
         modules: sources.iter().map(|s| s.module.name.clone()).collect(),
     };
+    let budget = Mutex::new(Budget::new(memory_cap));
     let mut loaded: Vec<Loaded> = sources
         .par_iter()
         .map_init(PythonParser::new, |parser, source| {
-            load(parser, source, &interest)
+            load(parser, source, &interest, &budget)
         })
         .collect();
     // Follow aliases: a file that imports a name another file binds to the function mentions that
@@ -206,7 +229,7 @@ pub fn scan_sources(sources: &[Source], selection: &Selection) -> ScanResult {
             .enumerate()
             .filter(|(_, l)| matches!(l, Loaded::NotMentioned))
             .map_init(PythonParser::new, |parser, (i, _)| {
-                (i, load(parser, &sources[i], &interest))
+                (i, load(parser, &sources[i], &interest, &budget))
             })
             .collect();
         for (i, l) in reloaded {
@@ -507,24 +530,66 @@ fn record(
 }
 
 /// Reads a file, and parses it when it mentions one of the names of `interest`.
-fn load(parser: &mut PythonParser, input: &Source, interest: &Interest) -> Loaded {
-    let invalid = |message: String, start: Location, excerpt: Option<Excerpt>| {
-        Loaded::Invalid(Diagnostic {
-            rule: Rule::InvalidFile,
-            path: input.display.clone(),
-            start,
-            end: start,
-            message,
-            help: Some("fix the file or exclude it; its call sites were not checked".into()),
-            stacks: vec![],
-            excerpt,
-        })
-    };
+/// The file `input` reported as one fa3conform could not check, and why.
+fn invalid_file(
+    input: &Source,
+    message: String,
+    start: Location,
+    excerpt: Option<Excerpt>,
+) -> Loaded {
+    Loaded::Invalid(Diagnostic {
+        rule: Rule::InvalidFile,
+        path: input.display.clone(),
+        start,
+        end: start,
+        message,
+        help: Some("fix the file or exclude it; its call sites were not checked".into()),
+        stacks: vec![],
+        excerpt,
+    })
+}
+
+/// Reads and parses one file, holding in `budget` what parsing it may take and, once parsed, what
+/// it keeps.
+fn load(
+    parser: &mut PythonParser,
+    input: &Source,
+    interest: &Interest,
+    budget: &Mutex<Budget>,
+) -> Loaded {
+    let invalid = |message, start, excerpt| invalid_file(input, message, start, excerpt);
     let file_start = Location { line: 1, column: 1 };
-    let bytes = match input.read() {
+    let budget = || {
+        budget
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner())
+    };
+    let readable = budget().left() as u128 / PARSE_BYTES_PER_SOURCE_BYTE;
+    let bytes = match input.read(readable as usize) {
         Ok(bytes) => bytes,
         Err(e) => return invalid(format!("cannot read the file: {e}"), file_start, None),
     };
+    let parsing = bytes.len() as u128 * PARSE_BYTES_PER_SOURCE_BYTE;
+    if let Err(over) = budget().hold("parsing it", parsing) {
+        return invalid(format!("too large to scan: {over}"), file_start, None);
+    }
+    let loaded = parse_loaded(parser, input, interest, bytes);
+    let kept = match &loaded {
+        Loaded::Parsed { source, .. } => source.len() as u128 * KEPT_BYTES_PER_SOURCE_BYTE,
+        Loaded::NotMentioned | Loaded::Invalid(_) => 0,
+    };
+    budget().release(parsing.saturating_sub(kept));
+    loaded
+}
+
+/// [`load`] once the file's bytes are read and their parse is in the budget.
+fn parse_loaded(
+    parser: &mut PythonParser,
+    input: &Source,
+    interest: &Interest,
+    bytes: std::borrow::Cow<'_, [u8]>,
+) -> Loaded {
+    let invalid = |message, start, excerpt| invalid_file(input, message, start, excerpt);
     let mut source = match String::from_utf8(bytes.into_owned()) {
         Ok(source) => source,
         Err(e) => {

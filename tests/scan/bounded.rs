@@ -4,6 +4,7 @@
 //! than per-thread reservations; before the fix each of these inputs took gigabytes.
 
 use fa3conform::scan::{Rule, Selection, scan_paths};
+use fa3conform::tensor::DEFAULT_MEMORY_CAP;
 use std::path::Path;
 use std::process::Command;
 
@@ -133,7 +134,7 @@ fn carriage_return_only_files_parse() {
         IMPORT.replace('\n', "\r")
     );
     let path = write(dir.path(), "classic_mac.py", &source);
-    let result = scan_paths(&[path], &Selection::default()).unwrap();
+    let result = scan_paths(&[path], &Selection::default(), DEFAULT_MEMORY_CAP).unwrap();
     let codes: Vec<Rule> = result.diagnostics.iter().map(|d| d.rule).collect();
     assert_eq!(codes, [Rule::VerNotThree]);
     assert_eq!(result.diagnostics[0].start.line, 3);
@@ -173,7 +174,7 @@ fn wrappers_that_call_themselves_or_fan_out_are_walked_in_bounded_time() {
     );
     for (name, source) in [("recursive.py", recursive), ("fan_out.py", fan_out)] {
         let path = write(dir.path(), name, &source);
-        let result = scan_paths(&[path], &Selection::default()).unwrap();
+        let result = scan_paths(&[path], &Selection::default(), DEFAULT_MEMORY_CAP).unwrap();
         assert!(
             result
                 .diagnostics
