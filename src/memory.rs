@@ -11,6 +11,9 @@
 
 use thiserror::Error;
 
+/// `--memory-cap` when none is given (2 GiB).
+pub const DEFAULT_MEMORY_CAP: usize = 2 << 30;
+
 /// What a command takes besides its budget, whatever the input: the binary and its libraries'
 /// writable data, rayon's and the allocator's per-thread state, thread stacks, I/O buffers.
 pub const FIXED_OVERHEAD: usize = 32 << 20;

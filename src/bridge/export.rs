@@ -215,7 +215,7 @@ pub fn verdict_records(
 ) -> Vec<VerdictRecord> {
     let device = MusaOptions {
         mp: DEFAULT_MP,
-        memory_cap: cap_bytes,
+        memory: Budget::new(cap_bytes),
     };
     let mut shown = profiles::defaults();
     if shown.iter().all(|p| p.name() != profile.name()) {
@@ -339,14 +339,9 @@ fn expected_references(
     if profile.name() == "mate" {
         let (rank_call, cp) = musa::mate_rank(call)?;
         let multi_rank = cp.world_size > 1;
-        hold_references(
-            budget,
-            &rank_call,
-            tensors,
-            Stack::Musa,
-            multi_rank.then_some(&cp),
-        )?;
         let tensors = musa::rank_tensors(tensors.clone());
+        let cp_rank = multi_rank.then_some(&cp);
+        hold_references(budget, &rank_call, &tensors, Stack::Musa, cp_rank)?;
         let (exact, lowprec) = if !multi_rank {
             device::musa_references(&rank_call, &tensors)
         } else {
@@ -617,7 +612,7 @@ mod tests {
             expected["skipped"]
                 .as_str()
                 .unwrap()
-                .contains("over the cap of 16777216 bytes"),
+                .contains("over the 16777216 bytes left of the memory cap"),
             "{expected:#}"
         );
         assert_eq!(expected["verdicts"][0]["outcome"], "accepted");

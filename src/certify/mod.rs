@@ -129,7 +129,7 @@ pub fn certify_call(
             gate.hazards.extend(stale_metadata_findings_on(
                 &single,
                 device.mp,
-                device.memory_cap,
+                device.memory.left(),
             ));
             gate.hazards.extend(departures);
         }
@@ -213,7 +213,7 @@ pub fn certify(options: &CertifyOptions) -> Result<CertifyReport, Error> {
     // Each call's index tensors and numbers get what the calls themselves leave.
     let musa = MusaOptions {
         mp: options.mp,
-        memory_cap: budget.left(),
+        memory: budget,
     };
     let mut reports: Vec<CallReport> = calls
         .iter()

@@ -70,7 +70,7 @@ pub fn check(call: &KvCacheCall, cache: &mut InjectionCache, options: &MusaOptio
         Ok(call) => call,
         Err(why) => return Numerics::NotRun(why),
     };
-    let tensors = match materialise(&call, options.memory_cap) {
+    let tensors = match materialise(&call, options.memory.left()) {
         Ok(tensors) => tensors,
         Err(e) => return Numerics::NotRun(format!("the call's tensors: {e}")),
     };
@@ -78,9 +78,11 @@ pub fn check(call: &KvCacheCall, cache: &mut InjectionCache, options: &MusaOptio
         Ok(budget) => budget,
         Err(why) => return why,
     };
+    let mut stack_budget = budget.clone();
+    // the stack counts the tensors itself
+    stack_budget.release(host_bytes(&tensors) as u128);
     let stack_options = MusaOptions {
-        // the stack counts the tensors itself
-        memory_cap: budget.left() + host_bytes(&tensors),
+        memory: stack_budget,
         ..options.clone()
     };
     let output = match musa::flash_attn_with_kvcache_on(&call, &tensors, cache, &stack_options) {
@@ -121,7 +123,7 @@ pub fn check_mate(call: &KvCacheCall, options: &MusaOptions) -> Numerics {
         Ok(rank) => rank,
         Err(why) => return Numerics::NotRun(why),
     };
-    match materialise(&call, options.memory_cap) {
+    match materialise(&call, options.memory.left()) {
         Ok(tensors) => check_rank_on(&rank_call, musa::rank_tensors(tensors), &cp, options),
         Err(e) => Numerics::NotRun(format!("the call's tensors: {e}")),
     }
@@ -132,7 +134,7 @@ pub fn check_mate(call: &KvCacheCall, options: &MusaOptions) -> Numerics {
 /// and the references ([`reference::run_on_rank`]). The `mate` profile must have accepted it.
 pub fn check_rank(call: &KvCacheCall, cp: &ContextParallel, options: &MusaOptions) -> Numerics {
     let call = call.returning_lse();
-    match materialise(&call, options.memory_cap) {
+    match materialise(&call, options.memory.left()) {
         Ok(tensors) => check_rank_on(&call, tensors, cp, options),
         Err(e) => Numerics::NotRun(format!("the call's tensors: {e}")),
     }
@@ -179,7 +181,7 @@ fn budget_for_references(
     cp: Option<&ContextParallel>,
     options: &MusaOptions,
 ) -> Result<Budget, Numerics> {
-    let mut budget = Budget::new(options.memory_cap);
+    let mut budget = options.memory.clone();
     let references = reference::scratch_bytes(call, tensors, Stack::Musa, cp)
         .map_err(|e| Numerics::NotRun(format!("the reference: {e}")))?;
     budget

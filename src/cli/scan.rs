@@ -32,7 +32,7 @@ pub struct ScanArgs {
     pub emit_specs: Option<PathBuf>,
     /// Parse no file whose tree and analysis could take more bytes than this, with the files
     /// parsed before it.
-    #[arg(long, default_value_t = crate::tensor::DEFAULT_MEMORY_CAP)]
+    #[arg(long, default_value_t = crate::memory::DEFAULT_MEMORY_CAP)]
     pub memory_cap: usize,
     /// Print the explanation of a diagnostic code and exit.
     #[arg(long, value_name = "CODE", value_parser = parse_rule)]

@@ -121,7 +121,7 @@ pub enum KernelError {
     /// rejected it, or it would make the device read or write out of bounds).
     #[error("kernel: {0}")]
     Rejected(String),
-    #[error("kernel: needs {needed} bytes, over the cap of {cap} bytes")]
+    #[error("kernel: needs {needed} bytes, over the {cap} bytes left of the memory cap")]
     OverCap { needed: u128, cap: usize },
 }
 

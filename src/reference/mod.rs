@@ -181,8 +181,8 @@ pub fn scratch_bytes(
 /// fp8 descale factors, the new tokens and the appended caches; the groups'
 /// results, all held until they are placed; the output, lse and largest-logit arrays (the
 /// `(b, h, s)` layouts copy the last two while permuting, twice at most) and the unwritten-row
-/// masks; and the scratch of as many groups as run at once (the largest ones, each on its own
-/// worker).
+/// masks; and the scratch of as many groups (one per batch and KV head) as run at once, the
+/// largest ones, each on its own worker.
 fn evaluation_bytes(p: &Problem) -> u128 {
     let (h, hk) = (p.num_heads as u128, p.num_heads_k as u128);
     let (d, dv, total_q) = (p.head_dim as u128, p.head_dim_v as u128, p.total_q as u128);
@@ -206,7 +206,12 @@ fn evaluation_bytes(p: &Problem) -> u128 {
         .map(|b| attend::group_scratch_bytes(p, b))
         .collect();
     scratch.sort_unstable_by(|a, b| b.cmp(a));
-    let concurrent: u128 = scratch.iter().take(workers).sum();
+    // A group per (batch, KV head).
+    let concurrent: u128 = scratch
+        .iter()
+        .flat_map(|&bytes| std::iter::repeat_n(bytes, p.num_heads_k))
+        .take(workers)
+        .sum();
     plans + new_tokens + caches + results + arrays + concurrent
 }
 

@@ -50,14 +50,34 @@ pub const MAX_DIAGNOSTICS_PER_FILE: usize = 200;
 /// Call sites listed per file in `--format json` and `--emit-specs`; the summary counts them all.
 pub const MAX_CALL_RECORDS_PER_FILE: usize = 1000;
 
-/// Heap bytes parsing and analysing a file may take per byte of its source (tree-sitter's tree
-/// and the analysis): about 380 on the worst input measured (8 MiB of one list of one-letter
-/// names peaked at 3.1 GB; ordinary code about 60), with a margin. A file is parsed only when this
-/// much of its size fits in the memory budget.
-const PARSE_BYTES_PER_SOURCE_BYTE: u128 = 512;
+/// Heap bytes parsing and analysing a file may take per token of its source ([`tokens`]): what
+/// tree-sitter's tree and the analysis took at their peak, measured per token, was 156 on 16 MB of
+/// ordinary model code, 257-279 on files of nothing but calls, 386 on the worst input measured
+/// (8 MiB of one list of one-letter names); with a margin. A file is parsed only when this much
+/// fits in the memory budget.
+const PARSE_BYTES_PER_TOKEN: u128 = 512;
 
-/// What a parsed file keeps per byte of source until the scan ends (its source, its analysis).
-const KEPT_BYTES_PER_SOURCE_BYTE: u128 = 64;
+/// What a parsed file keeps per token until the scan ends (its source and analysis): 81 measured
+/// on files of nothing but calls, with a margin.
+const KEPT_BYTES_PER_TOKEN: u128 = 128;
+
+/// At least the number of tokens tree-sitter makes of `source`: every run of word characters,
+/// every other character that is not blank, and every line end.
+fn tokens(source: &[u8]) -> u128 {
+    let word = |b: u8| b.is_ascii_alphanumeric() || b == b'_' || b >= 0x80;
+    let mut count = 0;
+    let mut previous_was_word = false;
+    for &b in source {
+        let is_word = word(b);
+        let starts_token = match is_word {
+            true => !previous_was_word,
+            false => !b.is_ascii_whitespace() || b == b'\n',
+        };
+        count += u128::from(starts_token);
+        previous_was_word = is_word;
+    }
+    count
+}
 
 /// A path given to the scan that does not exist.
 #[derive(Debug, thiserror::Error)]
@@ -559,26 +579,31 @@ fn load(
 ) -> Loaded {
     let invalid = |message, start, excerpt| invalid_file(input, message, start, excerpt);
     let file_start = Location { line: 1, column: 1 };
-    let budget = || {
+    let lock = || {
         budget
             .lock()
             .unwrap_or_else(|poisoned| poisoned.into_inner())
     };
-    let readable = budget().left() as u128 / PARSE_BYTES_PER_SOURCE_BYTE;
-    let bytes = match input.read(readable as usize) {
-        Ok(bytes) => bytes,
-        Err(e) => return invalid(format!("cannot read the file: {e}"), file_start, None),
+    // Read under the lock: what one file reads is held before the next reads.
+    let (bytes, tokens, parsing) = {
+        let mut budget = lock();
+        let bytes = match input.read(budget.left()) {
+            Ok(bytes) => bytes,
+            Err(e) => return invalid(format!("cannot read the file: {e}"), file_start, None),
+        };
+        let tokens = tokens(&bytes);
+        let parsing = bytes.len() as u128 + tokens * PARSE_BYTES_PER_TOKEN;
+        if let Err(over) = budget.hold("parsing it", parsing) {
+            return invalid(format!("too large to scan: {over}"), file_start, None);
+        }
+        (bytes, tokens, parsing)
     };
-    let parsing = bytes.len() as u128 * PARSE_BYTES_PER_SOURCE_BYTE;
-    if let Err(over) = budget().hold("parsing it", parsing) {
-        return invalid(format!("too large to scan: {over}"), file_start, None);
-    }
     let loaded = parse_loaded(parser, input, interest, bytes);
     let kept = match &loaded {
-        Loaded::Parsed { source, .. } => source.len() as u128 * KEPT_BYTES_PER_SOURCE_BYTE,
+        Loaded::Parsed { .. } => tokens * KEPT_BYTES_PER_TOKEN,
         Loaded::NotMentioned | Loaded::Invalid(_) => 0,
     };
-    budget().release(parsing.saturating_sub(kept));
+    lock().release(parsing.saturating_sub(kept));
     loaded
 }
 
@@ -687,5 +712,21 @@ fn walk_error(root: &Path, error: &ignore::Error) -> Diagnostic {
         help: Some("fix the permissions or exclude the path".into()),
         stacks: vec![],
         excerpt: None,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::tokens;
+
+    #[test]
+    fn tokens_count_word_runs_other_characters_and_line_ends() {
+        // x = f ( a , b ) and the line end
+        assert_eq!(tokens(b"x = f(a, b)\n"), 9);
+        // a . b_c2
+        assert_eq!(tokens(b"a.b_c2"), 3);
+        assert_eq!(tokens(b"  \t\r"), 0);
+        // a non-ASCII name is one word: é is two bytes
+        assert_eq!(tokens("é2 é".as_bytes()), 2);
     }
 }

@@ -35,7 +35,7 @@ impl Default for ScanOptions {
             paths: Vec::new(),
             select: Vec::new(),
             ignore: Vec::new(),
-            memory_cap: crate::tensor::DEFAULT_MEMORY_CAP,
+            memory_cap: crate::memory::DEFAULT_MEMORY_CAP,
         }
     }
 }

@@ -262,7 +262,7 @@ impl Subject {
             })
             .as_ref()
             .map_err(String::clone)?;
-        output.judge(exact, low).map(|_| ())
+        output.clone().judge(exact, low).map(|_| ())
     }
 
     /// How the kernel path must show the findings' consequence in `result` (the run with stale
