@@ -33,7 +33,18 @@ pub enum FileError {
 /// At most `cap` bytes of `reader`, named `name` in errors: one byte past the cap is read, and
 /// reaching it is the error.
 pub fn read_bounded(reader: impl Read, name: &str, cap: usize) -> Result<Vec<u8>, FileError> {
-    let mut bytes = Vec::new();
+    read_bounded_into(Vec::new(), reader, name, cap)
+}
+
+/// [`read_bounded`] appending to `bytes`, which may hold the capacity the input is expected to
+/// need: a vector that grows by doubling holds twice its contents for a while, which a cap on the
+/// process's memory would count.
+fn read_bounded_into(
+    mut bytes: Vec<u8>,
+    reader: impl Read,
+    name: &str,
+    cap: usize,
+) -> Result<Vec<u8>, FileError> {
     reader
         .take(cap as u64 + 1)
         .read_to_end(&mut bytes)
@@ -57,7 +68,10 @@ pub fn read(path: &Path, cap: usize) -> Result<Vec<u8>, FileError> {
         path: name.clone(),
         error,
     })?;
-    read_bounded(file, &name, cap)
+    // The size a file system reports is a hint (0 for devices and pipes), capped; one byte more
+    // lets reading reach the end without growing the vector.
+    let hint = file.metadata().map_or(0, |m| m.len()).min(cap as u64) as usize;
+    read_bounded_into(Vec::with_capacity(hint + 1), file, &name, cap)
 }
 
 /// The text of `path`, or of standard input for `-`, held in `budget`, with `parsed` more bytes

@@ -595,14 +595,17 @@ fn certify_numerics_over_the_memory_cap_are_not_run() {
     };
     // The parsed call and the tensors (4,210,832 bytes, see
     // over_the_memory_cap_is_refused_before_materialising) fit the first cap, the references do
-    // not; the second leaves the kernel path too little.
+    // not; a cap just large enough for them leaves the kernel path too little.
     let references = detail("4250000");
-    let held: u64 = references
-        .split(" bytes besides the ")
-        .nth(1)
-        .and_then(|rest| rest.split(' ').next())
-        .and_then(|n| n.parse().ok())
-        .unwrap_or_else(|| panic!("{references}"));
+    let number_after = |text: &str, marker: &str| -> u64 {
+        text.split(marker)
+            .nth(1)
+            .and_then(|rest| rest.split(' ').next())
+            .and_then(|n| n.parse().ok())
+            .unwrap_or_else(|| panic!("no number after {marker:?} in {text}"))
+    };
+    let held = number_after(&references, " bytes besides the ");
+    let needed = number_after(&references, " precision) needs ");
     assert!(
         references.starts_with("not run: the reference (in f64 and in low precision) needs ")
             && references.ends_with(
@@ -612,13 +615,16 @@ fn certify_numerics_over_the_memory_cap_are_not_run() {
             && (4210832..4250000).contains(&held),
         "{references}"
     );
-    let kernel = detail("6100000");
+    let enough_for_the_references = (held + needed).to_string();
+    let kernel = detail(&enough_for_the_references);
     assert!(
         kernel.starts_with("not run: the kernel path needs ")
-            && kernel.ends_with(
-                " bytes already held, over the memory cap of 6100000 bytes (raise it with \
-                 --memory-cap)"
-            ),
+            && kernel.ends_with(&format!(
+                " bytes besides the {} bytes already held, over the memory cap of {} bytes \
+                 (raise it with --memory-cap)",
+                held + needed,
+                enough_for_the_references
+            )),
         "{kernel}"
     );
 }
