@@ -366,8 +366,13 @@ fn check_file(expander: &Expander, index: usize, selection: &Selection, result: 
     let mut findings: Vec<(check::Finding, Vec<EntryPoint>)> = Vec::new();
     let mut records = 0;
     let mut call_sites = 0;
+    let mut not_followed: Vec<Span> = Vec::new();
     for call in &file.analysis.calls {
-        let effective = expander.expand(index, call);
+        let reached = expander.expand(index, call);
+        if reached.incomplete {
+            not_followed.push(call.callee_span);
+        }
+        let effective = reached.calls;
         if effective.is_empty() {
             // Named `flash_attn_with_kvcache` (or imported under that name), not a local `def`.
             use python::value::Value;
@@ -433,6 +438,23 @@ fn check_file(expander: &Expander, index: usize, selection: &Selection, result: 
                     import.module
                 ),
                 Some("scan the tree that defines it too, or check its calls by hand".into()),
+                vec![],
+            ));
+        }
+    }
+    if selection.reports(Rule::NotFollowed) {
+        for span in not_followed {
+            diagnostics.push(locate(
+                Rule::NotFollowed,
+                span,
+                "the scan stopped following this call through its partials and wrappers (more \
+                 than 8 deep, or 256 steps): the paths past them were not checked"
+                    .into(),
+                Some(
+                    "check the call as the entry point receives it by hand, or simplify the \
+                     partials and wrappers"
+                        .into(),
+                ),
                 vec![],
             ));
         }

@@ -104,6 +104,7 @@ fn expected_codes(rule: Rule) -> Vec<(&'static str, usize)> {
         "FA3M021" => vec![("FA3M021", 2)],
         "FA3M022" => vec![("FA3M001", MAX_DIAGNOSTICS_PER_FILE), ("FA3M022", 1)],
         "FA3M023" => vec![("FA3M023", 1)],
+        "FA3M024" => vec![("FA3M010", 1), ("FA3M011", 1), ("FA3M024", 1)],
         "FA3M900" => vec![("FA3M900", 3)],
         other => panic!("no expectation for {other}: add its fixture and counts"),
     }
