@@ -7,6 +7,7 @@
 
 use criterion::{Criterion, Throughput, criterion_group, criterion_main};
 use fa3conform::scan::{Selection, scan_paths};
+use fa3conform::tensor::DEFAULT_MEMORY_CAP;
 use std::fmt::Write;
 use std::path::Path;
 
@@ -69,7 +70,7 @@ fn bench_scan(c: &mut Criterion) {
         let expected_calls = files.div_ceil(call_every);
         let root = [dir.path().to_path_buf()];
         assert_eq!(
-            scan_paths(&root, &Selection::default())
+            scan_paths(&root, &Selection::default(), DEFAULT_MEMORY_CAP)
                 .unwrap()
                 .calls
                 .len(),
@@ -77,7 +78,7 @@ fn bench_scan(c: &mut Criterion) {
         );
         group.throughput(Throughput::Bytes(bytes));
         group.bench_function(name, |b| {
-            b.iter(|| scan_paths(&root, &Selection::default()).unwrap())
+            b.iter(|| scan_paths(&root, &Selection::default(), DEFAULT_MEMORY_CAP).unwrap())
         });
     }
     group.finish();

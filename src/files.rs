@@ -2,6 +2,7 @@
 //! whatever the file is (a size reported by the file system is no bound: `/dev/zero` and pipes
 //! report 0), and a write never goes through a symbolic link.
 
+use crate::memory::{Budget, OverBudget};
 use std::fs::{File, OpenOptions};
 use std::io::{self, Read, Write};
 use std::path::{Path, PathBuf};
@@ -21,6 +22,8 @@ pub enum FileError {
         path: String,
         error: std::string::FromUtf8Error,
     },
+    #[error("reading {path}: {over}")]
+    OverBudget { path: String, over: OverBudget },
     #[error("writing {path}: {error}")]
     Write { path: PathBuf, error: io::Error },
     #[error("writing {path}: it is a symbolic link, and fa3conform writes through none")]
@@ -30,7 +33,18 @@ pub enum FileError {
 /// At most `cap` bytes of `reader`, named `name` in errors: one byte past the cap is read, and
 /// reaching it is the error.
 pub fn read_bounded(reader: impl Read, name: &str, cap: usize) -> Result<Vec<u8>, FileError> {
-    let mut bytes = Vec::new();
+    read_bounded_into(Vec::new(), reader, name, cap)
+}
+
+/// [`read_bounded`] appending to `bytes`, which may hold the capacity the input is expected to
+/// need: a vector that grows by doubling holds twice its contents for a while, which a cap on the
+/// process's memory would count.
+fn read_bounded_into(
+    mut bytes: Vec<u8>,
+    reader: impl Read,
+    name: &str,
+    cap: usize,
+) -> Result<Vec<u8>, FileError> {
     reader
         .take(cap as u64 + 1)
         .read_to_end(&mut bytes)
@@ -54,7 +68,29 @@ pub fn read(path: &Path, cap: usize) -> Result<Vec<u8>, FileError> {
         path: name.clone(),
         error,
     })?;
-    read_bounded(file, &name, cap)
+    // The size a file system reports is a hint (0 for devices and pipes), capped; one byte more
+    // lets reading reach the end without growing the vector.
+    let hint = file.metadata().map_or(0, |m| m.len()).min(cap as u64) as usize;
+    read_bounded_into(Vec::with_capacity(hint + 1), file, &name, cap)
+}
+
+/// The text of `path`, or of standard input for `-`, held in `budget`, with `parsed` more bytes
+/// for what the caller builds from the text (the bound on its parsed form), also held.
+pub fn read_text_within(
+    path: &Path,
+    budget: &mut Budget,
+    parsed: impl FnOnce(&str) -> u128,
+) -> Result<String, FileError> {
+    let text = read_text(path, budget.left())?;
+    let name = || match path.as_os_str() == "-" {
+        true => "<stdin>".to_string(),
+        false => path.display().to_string(),
+    };
+    budget
+        .hold("its text", text.len() as u128)
+        .and_then(|()| budget.hold("its parsed form", parsed(&text)))
+        .map_err(|over| FileError::OverBudget { path: name(), over })?;
+    Ok(text)
 }
 
 /// The text of `path`, or of standard input for `-`, at most `cap` bytes of it.

@@ -24,12 +24,13 @@
 //! item 5), and the metadata dict is shared by all of them.
 
 use crate::call::{KvCacheCall, LayerInfo, SglangBackend};
-use crate::files::{self, FileError};
+use crate::files::FileError;
+use crate::memory::Budget;
 use crate::musa::{InjectionCache, MetadataUsed, MusaError, injected_metadata};
 use crate::report::documents::forward as doc;
 use crate::report::{Format, Report, Status};
 use crate::scheduler::check_buffer;
-use crate::spec::{SpecError, parse_call, parse_document};
+use crate::spec::{self, SpecError, parse_call, parse_document};
 use crate::tensor::{Tensors, materialise_index_tensors};
 use crate::validate::profiles::MUSA;
 use crate::validate::registry::scheduler::{
@@ -548,7 +549,7 @@ pub struct ForwardOptions {
     pub file: PathBuf,
     /// Multiprocessor count of the modelled MUSA device.
     pub mp: usize,
-    /// Bytes the file may hold, and one call's index tensors once materialised.
+    /// Bytes the file, its parsed form and one call's index tensors may take.
     pub memory_cap: usize,
 }
 
@@ -563,10 +564,12 @@ pub enum ForwardError {
 
 /// Reads the pass of `options.file` and emulates it.
 pub fn forward(options: &ForwardOptions) -> Result<ForwardReport, ForwardError> {
-    let text = files::read_text(&options.file, options.memory_cap)?;
+    let mut budget = Budget::new(options.memory_cap);
+    let text = spec::read_json_text(&options.file, &mut budget)?;
     let pass = parse_forward(&text).map_err(|source| ForwardError::Parse {
         path: options.file.display().to_string(),
         source,
     })?;
-    Ok(emulate(&pass, options.mp, options.memory_cap))
+    // each call's index tensors get what the pass leaves
+    Ok(emulate(&pass, options.mp, budget.left()))
 }

@@ -15,6 +15,7 @@ pub mod fuzzing;
 pub mod hopper;
 pub mod kernel;
 pub mod mate;
+pub mod memory;
 pub mod musa;
 pub mod numeric;
 pub mod parallel;

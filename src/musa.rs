@@ -10,11 +10,12 @@
 //! between calls. Calls mate routes to its MLA decode branch give [`MusaError::MlaBranch`].
 
 use crate::call::{
-    CachedBuffer, Dtype, KvCacheCall, LayerInfo, MetadataArgsSpec, Param, PyValue, SglangBackend,
+    CachedBuffer, KvCacheCall, LayerInfo, MetadataArgsSpec, Param, PyValue, SglangBackend,
     signature,
 };
 use crate::kernel::{self, KernelError, KernelOptions, MetadataSource};
 use crate::mate::DEFAULT_MP;
+use crate::memory::Budget;
 use crate::reference::{ContextParallel, RefOutput};
 use crate::scheduler::{self, MetadataError};
 use crate::tensor::{
@@ -31,15 +32,16 @@ use thiserror::Error;
 pub struct MusaOptions {
     /// Multiprocessor count (metadata kernel, split heuristic, persistent grid).
     pub mp: usize,
-    /// Cap on the bytes materialising and running the call may take.
-    pub memory_cap: usize,
+    /// The memory budget materialising and running the call may take (what the command holds
+    /// besides, such as its parsed calls, already held in it).
+    pub memory: Budget,
 }
 
 impl Default for MusaOptions {
     fn default() -> Self {
         MusaOptions {
             mp: DEFAULT_MP,
-            memory_cap: DEFAULT_MEMORY_CAP,
+            memory: Budget::new(DEFAULT_MEMORY_CAP),
         }
     }
 }
@@ -169,19 +171,18 @@ impl MusaOutput {
     /// (which reads the input dtype and whether keys were rotated from `ref64`). The call must have
     /// returned its lse.
     pub fn judge(
-        &self,
+        self,
         ref64: &RefOutput,
         lowprec: &RefOutput,
     ) -> Result<tolerance::Report, String> {
-        let lse = self
-            .returned
-            .lse()
-            .ok_or("the call did not return its lse (pass return_softmax_lse=True)")?;
+        let Returned::OutLseAccum { out, lse, .. } = self.returned else {
+            return Err("the call did not return its lse (pass return_softmax_lse=True)".into());
+        };
         tolerance::judge(
-            self.returned.out().data.clone(),
-            lse.data.clone(),
-            self.k_cache.data.clone(),
-            self.v_cache.data.clone(),
+            out.data,
+            lse.data,
+            self.k_cache.data,
+            self.v_cache.data,
             ref64,
             lowprec,
         )
@@ -287,14 +288,14 @@ pub fn flash_attn_with_kvcache(
     cache: &mut InjectionCache,
     options: &MusaOptions,
 ) -> Result<MusaOutput, MusaError> {
-    let tensors = materialise(call, options.memory_cap)?;
-    flash_attn_with_kvcache_on(call, tensors, cache, options)
+    let tensors = materialise(call, options.memory.left())?;
+    flash_attn_with_kvcache_on(call, &tensors, cache, options)
 }
 
 /// [`flash_attn_with_kvcache`] on already materialised tensors.
 pub fn flash_attn_with_kvcache_on(
     call: &KvCacheCall,
-    mut tensors: Tensors,
+    tensors: &Tensors,
     cache: &mut InjectionCache,
     options: &MusaOptions,
 ) -> Result<MusaOutput, MusaError> {
@@ -307,22 +308,21 @@ pub fn flash_attn_with_kvcache_on(
     if resolved.mla_decode {
         return Err(MusaError::MlaBranch);
     }
-    let metadata = injected_metadata(&call, &tensors, cache, options.mp)?;
-    // A passed tensor is among `tensors` already; an injected one is what the wrapper passes on.
-    if let MetadataUsed::Injected { metadata, .. } = &metadata {
-        tensors.insert(
-            "scheduler_metadata".into(),
-            HostTensor::vector(Dtype::Int32, metadata.values.iter().map(|&v| f64::from(v))),
-        );
-    }
+    let metadata = injected_metadata(&call, tensors, cache, options.mp)?;
     let kernel_options = KernelOptions {
         mp: options.mp,
-        metadata: MetadataSource::FromCall,
+        // A passed tensor is among `tensors`; an injected one is what the wrapper passes on.
+        metadata: match &metadata {
+            MetadataUsed::Injected { metadata, .. } => {
+                MetadataSource::Injected(metadata.values.clone())
+            }
+            _ => MetadataSource::FromCall,
+        },
         // the kernel's buffers come on top of the materialised tensors
-        memory_cap: options.memory_cap.saturating_sub(host_bytes(&tensors)),
+        memory_cap: options.memory.left().saturating_sub(host_bytes(tensors)),
         ..KernelOptions::default()
     };
-    let output = kernel::run(&call, &tensors, &kernel_options)?;
+    let output = kernel::run(&call, tensors, &kernel_options)?;
     let return_lse = call
         .bind_canonical()
         .map_err(KernelError::Rejected)?

@@ -3,12 +3,12 @@
 
 use crate::bridge::tensors::{StoredTensor, TensorFile, write_tensor_file};
 use crate::call::{Dtype, KvCacheCall};
-use crate::files;
+use crate::memory::Budget;
 use crate::reference::{self, Precision, RefOutput, Stack};
 use crate::report::documents::run as doc;
 use crate::report::{Format, Report, Status};
-use crate::spec::parse_specs;
-use crate::tensor::materialise;
+use crate::spec::{self, parse_specs};
+use crate::tensor::{host_bytes, materialise};
 use anyhow::{Context, bail};
 use ndarray::ArrayD;
 use std::io::{self, Write};
@@ -37,7 +37,8 @@ pub struct RunReport {
 
 /// Evaluates the one call of `options.spec`; unreadable or invalid input is an error.
 pub fn run(options: &RunOptions) -> anyhow::Result<RunReport> {
-    let text = files::read_text(&options.spec, options.memory_cap)?;
+    let mut budget = Budget::new(options.memory_cap);
+    let text = spec::read_json_text(&options.spec, &mut budget)?;
     let mut calls =
         parse_specs(&text).with_context(|| format!("reading {}", options.spec.display()))?;
     if calls.len() != 1 {
@@ -48,10 +49,20 @@ pub fn run(options: &RunOptions) -> anyhow::Result<RunReport> {
         );
     }
     let call = calls.remove(0);
-    let tensors = materialise(&call, options.memory_cap)?;
+    let tensors = materialise(&call, budget.left())?;
+    budget.hold("the call's tensors", host_bytes(&tensors) as u128)?;
+    let scratch = reference::scratch_bytes(&call, &tensors, options.stack, None)?;
+    budget.hold("the f64 reference", scratch)?;
     let result = reference::run(&call, &tensors, options.stack, Precision::Exact)?;
     if let Some(path) = &options.out {
-        write_results(path, &call, &result)?;
+        let outputs = outputs_to_write(&call, &result);
+        // the encoded tensors, and the file's bytes serialised from them
+        let encoded: u128 = outputs
+            .iter()
+            .map(|(_, dtype, a)| (a.len() * dtype.size_bytes()) as u128)
+            .sum();
+        budget.hold(format!("writing {}", path.display()), 2 * encoded)?;
+        write_results(path, &outputs)?;
     }
     Ok(RunReport {
         id: call.id,
@@ -62,20 +73,17 @@ pub fn run(options: &RunOptions) -> anyhow::Result<RunReport> {
 
 /// The shape, the finite values' min, max and mean, and the count of non-finite values.
 fn summary(a: &ArrayD<f64>) -> doc::ArraySummary {
-    let finite: Vec<f64> = a.iter().copied().filter(|x| x.is_finite()).collect();
-    let (min, max) = finite
-        .iter()
-        .fold((f64::INFINITY, f64::NEG_INFINITY), |(lo, hi), &x| {
-            (lo.min(x), hi.max(x))
-        });
-    let mean = finite.iter().sum::<f64>() / finite.len() as f64;
+    let (mut min, mut max, mut sum, mut finite) = (f64::INFINITY, f64::NEG_INFINITY, 0.0, 0);
+    for &x in a.iter().filter(|x| x.is_finite()) {
+        (min, max, sum, finite) = (min.min(x), max.max(x), sum + x, finite + 1);
+    }
     let number = |x: f64| x.is_finite().then_some(x);
     doc::ArraySummary {
         shape: a.shape().to_vec(),
         min: number(min),
         max: number(max),
-        mean: number(mean),
-        non_finite: a.len() - finite.len(),
+        mean: number(sum / finite as f64),
+        non_finite: a.len() - finite,
     }
 }
 
@@ -138,29 +146,40 @@ impl Report for RunReport {
 
 /// Writes `out` and `softmax_lse` (F32, the stack's layout) and, after an append, `k_cache` and
 /// `v_cache` (cache dtype): the names and dtypes device-bridge bundles use.
-fn write_results(
-    path: &std::path::Path,
+/// The outputs `--out` writes, each with the dtype it is stored in: out and lse in float32, the
+/// caches after an append in their own dtype.
+fn outputs_to_write<'a>(
     call: &KvCacheCall,
-    result: &RefOutput,
-) -> anyhow::Result<()> {
-    let mut file = TensorFile::new();
-    let mut put = |name: &str, dtype: Dtype, array: &ArrayD<f64>| {
-        let values: Vec<f64> = array.iter().copied().collect();
-        file.insert(
-            name.to_string(),
-            StoredTensor::from_values(dtype, array.shape(), &values),
-        );
-    };
-    put("out", Dtype::Float32, &result.out);
-    put("softmax_lse", Dtype::Float32, &result.lse);
+    result: &'a RefOutput,
+) -> Vec<(&'static str, Dtype, &'a ArrayD<f64>)> {
+    let mut outputs = vec![
+        ("out", Dtype::Float32, &result.out),
+        ("softmax_lse", Dtype::Float32, &result.lse),
+    ];
     for (name, cache) in [("k_cache", &result.k_cache), ("v_cache", &result.v_cache)] {
         if let Some(cache) = cache {
             let dtype = call
                 .passed(name)
                 .and_then(|v| v.as_tensor())
                 .map_or(Dtype::Float32, |t| t.dtype);
-            put(name, dtype, cache);
+            outputs.push((name, dtype, cache));
         }
     }
+    outputs
+}
+
+fn write_results(
+    path: &std::path::Path,
+    outputs: &[(&'static str, Dtype, &ArrayD<f64>)],
+) -> anyhow::Result<()> {
+    let file: TensorFile = outputs
+        .iter()
+        .map(|&(name, dtype, array)| {
+            let values = array.as_standard_layout();
+            let values = values.as_slice().expect("standard layout");
+            let tensor = StoredTensor::from_values(dtype, array.shape(), values);
+            (name.to_string(), tensor)
+        })
+        .collect();
     write_tensor_file(path, &file).with_context(|| format!("writing {}", path.display()))
 }

@@ -7,6 +7,7 @@ use fa3conform::bridge::tensors::{StoredTensor, TensorFile, write_tensor_file};
 use fa3conform::bridge::{ExportOptions, Pools, VerifyOptions, export, verify};
 use fa3conform::call::Dtype;
 use fa3conform::kernel::{self, KernelOptions};
+use fa3conform::memory::Budget;
 use fa3conform::musa::{self, InjectionCache, MusaOptions};
 use fa3conform::report::{Report, Status};
 use fa3conform::spec::parse_specs;
@@ -38,7 +39,7 @@ fn export_as(profile: &str, spec: serde_json::Value, dir: &Path) -> std::path::P
 /// Runs the bundle's call on the modelled MUSA stack with the bundle's inputs and writes what it
 /// returns as the runner would, `garbage` in every row `overwrite` names (rows of q).
 fn run_modelled_device(bundle_dir: &Path, overwrite: &[usize], garbage: f64) {
-    let bundle = read_bundle(bundle_dir, 1 << 30).unwrap();
+    let bundle = read_bundle(bundle_dir, &mut Budget::new(1 << 30)).unwrap();
     let tensors: Tensors = bundle
         .inputs
         .iter()
@@ -46,7 +47,7 @@ fn run_modelled_device(bundle_dir: &Path, overwrite: &[usize], garbage: f64) {
         .collect();
     let output = musa::flash_attn_with_kvcache_on(
         &bundle.call,
-        tensors,
+        &tensors,
         &mut InjectionCache::default(),
         &MusaOptions::default(),
     )
@@ -116,7 +117,7 @@ fn rows_no_segment_covers_are_not_compared() {
         "cu_seqlens_q": ints(&[2, 5]), "max_seqlen_q": 3, "return_softmax_lse": true}});
     let dir = tempfile::tempdir().unwrap();
     let bundle_dir = export_one(spec, dir.path());
-    let bundle = read_bundle(&bundle_dir, 1 << 30).unwrap();
+    let bundle = read_bundle(&bundle_dir, &mut Budget::new(1 << 30)).unwrap();
     let expected = bundle.expected.unwrap();
     let mask = expected.tensors[&names::unspecified(names::OUT)]
         .to_host()
@@ -142,7 +143,10 @@ fn a_negative_scale_verifies_against_the_devices_nan() {
         "causal": true, "softmax_scale": -0.1, "return_softmax_lse": true}});
     let dir = tempfile::tempdir().unwrap();
     let bundle_dir = export_one(spec, dir.path());
-    let expected = read_bundle(&bundle_dir, 1 << 30).unwrap().expected.unwrap();
+    let expected = read_bundle(&bundle_dir, &mut Budget::new(1 << 30))
+        .unwrap()
+        .expected
+        .unwrap();
     let out = expected.tensors[names::OUT].to_host().data;
     assert!(
         out[[0, 0, 0, 0]].is_nan(),
@@ -174,7 +178,7 @@ fn mate_bundles_verify_against_the_ranks_kernel_path() {
     for spec in [decode, rank] {
         let dir = tempfile::tempdir().unwrap();
         let bundle_dir = export_as("mate", spec.clone(), dir.path());
-        let bundle = read_bundle(&bundle_dir, 1 << 30).unwrap();
+        let bundle = read_bundle(&bundle_dir, &mut Budget::new(1 << 30)).unwrap();
         assert!(bundle.expected.is_some(), "{spec}");
         let (rank_call, cp) = musa::mate_rank(&bundle.call).unwrap();
         let tensors = musa::rank_tensors(

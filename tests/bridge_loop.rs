@@ -131,7 +131,8 @@ fn numpy_stack_matches_verdicts_numbers_and_caches() {
 
     // A wrong number is caught by the tolerance rule.
     let result = dir.path().join("varlen-causal/result.safetensors");
-    let mut tensors = read_tensor_file(&result, 1 << 30).unwrap();
+    let mut tensors =
+        read_tensor_file(&result, &mut fa3conform::memory::Budget::new(1 << 30)).unwrap();
     let out = tensors.get_mut("out").unwrap();
     assert_eq!(out.dtype, Dtype::Bfloat16);
     out.bytes[0..2].copy_from_slice(&half::bf16::from_f32(3.0).to_le_bytes());

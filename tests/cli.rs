@@ -72,9 +72,30 @@ fn bad_input_is_exit_code_2_with_the_json_path() {
 
 #[test]
 fn over_the_memory_cap_is_refused_before_materialising() {
+    // decode-paged.json's tensors: q 2·1·8·128, each cache 16·64·2·128, page_table 16 and
+    // cache_seqlens 2 elements, 526,354 f64 values.
+    let output = fa3conform(&[
+        "run",
+        "examples/decode-paged.json",
+        "--memory-cap",
+        "1000000",
+    ]);
+    assert_eq!(output.status.code(), Some(2));
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(
+        stderr.contains("the call's tensors need 4210832 bytes once materialised, over the ")
+            && stderr.contains(" bytes left of the memory cap (raise it with --memory-cap)"),
+        "{stderr}"
+    );
+    // A cap the file itself does not fit: refused before it is parsed.
     let output = fa3conform(&["run", "examples/decode-paged.json", "--memory-cap", "1000"]);
     assert_eq!(output.status.code(), Some(2));
-    assert!(String::from_utf8_lossy(&output.stderr).contains("over the cap of 1000 bytes"));
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(
+        stderr.starts_with("error: reading examples/decode-paged.json: its parsed form needs ")
+            && stderr.contains("over the memory cap of 1000 bytes (raise it with --memory-cap)"),
+        "{stderr}"
+    );
 }
 
 /// Without `--numerics` only the scheduler-metadata checks read tensor values (the integer
@@ -118,7 +139,7 @@ fn certify_reads_index_tensors_within_the_memory_cap() {
     assert!(
         capped.contains(
             "H-SCHED-UNCHECKED (musa): the metadata could not be checked against the call: "
-        ) && capped.contains("over the cap of 1000000 bytes (raise it with --memory-cap)"),
+        ) && capped.contains("bytes left of the memory cap (raise it with --memory-cap)"),
         "{capped}"
     );
     let default = certify(&fa3conform::tensor::DEFAULT_MEMORY_CAP.to_string());
@@ -552,29 +573,58 @@ fn certify_with_profile_mate_gates_on_mate_and_computes_its_numbers() {
 /// `--numerics` under a cap the call's tensors fit but not with the kernel path's buffers on top:
 /// the numbers are "not run" with the kernel's own figure, and the call stays certified. The
 /// example's tensors take 4,210,832 bytes materialised (526,354 f64 values).
+/// `certify --numerics` holds the call's tensors, then the two references, then the kernel path's
+/// buffers in one budget, and says which did not fit.
 #[test]
-fn certify_numerics_over_the_kernels_memory_cap_are_not_run() {
-    const KERNEL_CAP_EXAMPLE: &str = "4250000";
-    let output = fa3conform(&[
-        "certify",
-        "examples/decode-paged.json",
-        "--numerics",
-        "--format",
-        "json",
-        "--memory-cap",
-        KERNEL_CAP_EXAMPLE,
-    ]);
-    assert_eq!(output.status.code(), Some(0));
-    let doc: serde_json::Value = serde_json::from_slice(&output.stdout).unwrap();
-    let numerics = &doc["calls"][0]["numerics"];
-    assert_eq!(numerics["status"], "not-run", "{numerics}");
-    let detail = numerics["detail"].as_str().unwrap();
+fn certify_numerics_over_the_memory_cap_are_not_run() {
+    let detail = |cap: &str| {
+        let output = fa3conform(&[
+            "certify",
+            "examples/decode-paged.json",
+            "--numerics",
+            "--format",
+            "json",
+            "--memory-cap",
+            cap,
+        ]);
+        assert_eq!(output.status.code(), Some(0));
+        let doc: serde_json::Value = serde_json::from_slice(&output.stdout).unwrap();
+        let numerics = &doc["calls"][0]["numerics"];
+        assert_eq!(numerics["status"], "not-run", "{numerics}");
+        numerics["detail"].as_str().unwrap().to_string()
+    };
+    // The parsed call and the tensors (4,210,832 bytes, see
+    // over_the_memory_cap_is_refused_before_materialising) fit the first cap, the references do
+    // not; a cap just large enough for them leaves the kernel path too little.
+    let references = detail("4250000");
+    let number_after = |text: &str, marker: &str| -> u64 {
+        text.split(marker)
+            .nth(1)
+            .and_then(|rest| rest.split(' ').next())
+            .and_then(|n| n.parse().ok())
+            .unwrap_or_else(|| panic!("no number after {marker:?} in {text}"))
+    };
+    let held = number_after(&references, " bytes besides the ");
+    let needed = number_after(&references, " precision) needs ");
     assert!(
-        detail.starts_with("not run: the kernel path needs ")
-            && detail.ends_with(&format!(
-                "bytes besides the call's tensors (4210832 bytes), over the cap of \
-                 {KERNEL_CAP_EXAMPLE} bytes (raise it with --memory-cap)"
+        references.starts_with("not run: the reference (in f64 and in low precision) needs ")
+            && references.ends_with(
+                " bytes already held, over the memory cap of 4250000 bytes (raise it with \
+                 --memory-cap)"
+            )
+            && (4210832..4250000).contains(&held),
+        "{references}"
+    );
+    let enough_for_the_references = (held + needed).to_string();
+    let kernel = detail(&enough_for_the_references);
+    assert!(
+        kernel.starts_with("not run: the kernel path needs ")
+            && kernel.ends_with(&format!(
+                " bytes besides the {} bytes already held, over the memory cap of {} bytes \
+                 (raise it with --memory-cap)",
+                held + needed,
+                enough_for_the_references
             )),
-        "{detail}"
+        "{kernel}"
     );
 }

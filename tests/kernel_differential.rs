@@ -270,7 +270,7 @@ proptest! {
     #[test]
     fn cuda_calls_with_fp8_and_qv_match_the_reference(seed in any::<u64>(), computed in any::<bool>()) {
         let metadata = if computed { MetadataSource::Computed } else { MetadataSource::None };
-        check_against_reference(Stack::Fa3, seed, metadata)?;
+        check_against_reference(Stack::Fa3, seed, metadata.clone())?;
         check_against_reference(Stack::SglKernel, seed, metadata)?;
     }
 

@@ -6,8 +6,9 @@ use super::tensors::{
 };
 use crate::call::{Dtype, KvCacheCall, PyValue};
 use crate::files::{self, FileError};
+use crate::memory::Budget;
 use crate::reference::{Precision, RefOutput, Unspecified};
-use crate::spec::{SpecError, call_to_json, parse_specs};
+use crate::spec::{SpecError, call_to_json, parse_specs, read_json_text};
 use crate::tolerance;
 use crate::validate::registry::MessageMatch;
 use crate::validate::{Outcome, Verdict};
@@ -418,16 +419,15 @@ pub fn write_bundle(dir: &Path, bundle: &CaseBundle) -> Result<(), BundleError> 
     Ok(())
 }
 
-/// Reads the bundle in `dir`, reading no more than `cap_bytes` per file and decoding no more per
-/// tensor file.
-pub fn read_bundle(dir: &Path, cap_bytes: usize) -> Result<CaseBundle, BundleError> {
+/// Reads the bundle in `dir` within `budget`, which holds its calls, expectations and tensors
+/// afterwards.
+pub fn read_bundle(dir: &Path, budget: &mut Budget) -> Result<CaseBundle, BundleError> {
     let call_path = dir.join(CALL_FILE);
-    let mut calls = parse_specs(&files::read_text(&call_path, cap_bytes)?).map_err(|source| {
-        BundleError::Spec {
+    let mut calls =
+        parse_specs(&read_json_text(&call_path, budget)?).map_err(|source| BundleError::Spec {
             path: call_path.clone(),
             source,
-        }
-    })?;
+        })?;
     if calls.len() != 1 {
         return Err(invalid(
             &call_path,
@@ -436,11 +436,11 @@ pub fn read_bundle(dir: &Path, cap_bytes: usize) -> Result<CaseBundle, BundleErr
     }
     let call = calls.remove(0);
     let expected_path = dir.join(EXPECTED_JSON);
-    let json: ExpectedJson = serde_json::from_str(&files::read_text(&expected_path, cap_bytes)?)
+    let json: ExpectedJson = serde_json::from_str(&read_json_text(&expected_path, budget)?)
         .map_err(|e| invalid(&expected_path, e.to_string()))?;
     let inputs = match json.skipped {
         Some(_) => TensorFile::new(),
-        None => read_tensor_file(&dir.join(INPUTS_FILE), cap_bytes)?,
+        None => read_tensor_file(&dir.join(INPUTS_FILE), budget)?,
     };
     if json.schema_version != SCHEMA_VERSION {
         return Err(invalid(
@@ -454,7 +454,7 @@ pub fn read_bundle(dir: &Path, cap_bytes: usize) -> Result<CaseBundle, BundleErr
     let expected = match json.numerics {
         None => None,
         Some(n) => {
-            let tensors = read_tensor_file(&dir.join(EXPECTED_TENSORS), cap_bytes)?;
+            let tensors = read_tensor_file(&dir.join(EXPECTED_TENSORS), budget)?;
             let mut required = vec![
                 names::OUT,
                 names::LSE,
@@ -688,7 +688,10 @@ mod tests {
         std::fs::write(dir.path().join(RESULT_JSON), "{}").unwrap();
         write_bundle(dir.path(), &bundle).unwrap();
         assert!(!dir.path().join(RESULT_JSON).exists(), "stale results go");
-        assert_eq!(read_bundle(dir.path(), 1 << 20).unwrap(), bundle);
+        assert_eq!(
+            read_bundle(dir.path(), &mut Budget::new(1 << 20)).unwrap(),
+            bundle
+        );
 
         let json: serde_json::Value =
             serde_json::from_str(&std::fs::read_to_string(dir.path().join(EXPECTED_JSON)).unwrap())
@@ -759,7 +762,9 @@ mod tests {
     fn unreadable_bundles_name_the_file() {
         let dir = tempfile::tempdir().unwrap();
         std::fs::write(dir.path().join(CALL_FILE), "[{}, {}]").unwrap();
-        let err = read_bundle(dir.path(), 1 << 20).unwrap_err().to_string();
+        let err = read_bundle(dir.path(), &mut Budget::new(1 << 20))
+            .unwrap_err()
+            .to_string();
         assert!(
             err.ends_with("call.json: holds 2 calls, a bundle has exactly one"),
             "{err}"

@@ -12,12 +12,13 @@ use crate::certify::certify_call;
 use crate::certify::numerics::with_described_metadata;
 use crate::device;
 use crate::mate::DEFAULT_MP;
+use crate::memory::Budget;
 use crate::musa::{self, MusaOptions};
 use crate::partition::Partition;
-use crate::reference::{self, Precision, RefError, RefOutput, Stack};
+use crate::reference::{self, ContextParallel, Precision, RefError, RefOutput, Stack};
 use crate::report::documents::export as doc;
 use crate::report::{Format, Report, Status};
-use crate::tensor::{RowOrigins, Tensors, materialise_index_tensors, materialise_rows};
+use crate::tensor::{RowOrigins, Tensors, host_bytes, materialise_index_tensors, materialise_rows};
 use crate::validate::{Outcome, Profile, profiles};
 use std::collections::BTreeSet;
 use std::io::{self, Write};
@@ -214,7 +215,7 @@ pub fn verdict_records(
 ) -> Vec<VerdictRecord> {
     let device = MusaOptions {
         mp: DEFAULT_MP,
-        memory_cap: cap_bytes,
+        memory: Budget::new(cap_bytes),
     };
     let mut shown = profiles::defaults();
     if shown.iter().all(|p| p.name() != profile.name()) {
@@ -279,8 +280,18 @@ fn inputs_and_numbers(
     cap_bytes: usize,
     rows: &RowOrigins,
 ) -> Result<(TensorFile, Option<ExpectedNumbers>), String> {
-    let tensors = materialise_rows(call, cap_bytes, rows).map_err(|e| e.to_string())?;
+    let mut budget = Budget::new(cap_bytes);
+    let tensors = materialise_rows(call, budget.left(), rows).map_err(|e| e.to_string())?;
     let stored: Vec<(String, &TensorArg)> = call.tensors().collect();
+    // the stored inputs, and the file serialised from them
+    let stored_bytes: u128 = stored
+        .iter()
+        .map(|(name, arg)| (tensors[name].data.len() * arg.dtype.size_bytes()) as u128)
+        .sum();
+    budget
+        .hold("the call's tensors", host_bytes(&tensors) as u128)
+        .and_then(|()| budget.hold("the stored inputs", 2 * stored_bytes))
+        .map_err(|over| over.to_string())?;
     let inputs: TensorFile = stored
         .iter()
         .map(|(name, arg)| (name.clone(), StoredTensor::for_arg(&tensors[name], arg)))
@@ -291,8 +302,10 @@ fn inputs_and_numbers(
             let stack = stack_of(profile.name()).ok_or_else(|| {
                 format!("no reference conventions for profile {}", profile.name())
             })?;
-            let (meaning, exact, lowprec) = expected_references(call, &tensors, profile, stack)
-                .map_err(|e| format!("accepted by {}, but the reference: {e}", profile.name()))?;
+            let (meaning, exact, lowprec) =
+                expected_references(call, &tensors, profile, stack, &mut budget).map_err(|e| {
+                    format!("accepted by {}, but the reference: {e}", profile.name())
+                })?;
             let dtype = |name: &str| tensors.get(name).map_or(exact.dtype, |t| t.dtype);
             Some(ExpectedNumbers::new(
                 profile.name(),
@@ -318,14 +331,18 @@ fn expected_references(
     tensors: &Tensors,
     profile: &dyn Profile,
     stack: Stack,
+    budget: &mut Budget,
 ) -> Result<(KvCacheCall, RefOutput, RefOutput), String> {
     let both = |run: &dyn Fn(Precision) -> Result<RefOutput, RefError>| {
         Ok::<_, RefError>((run(Precision::Exact)?, run(Precision::LowPrecision)?))
     };
     if profile.name() == "mate" {
         let (rank_call, cp) = musa::mate_rank(call)?;
+        let multi_rank = cp.world_size > 1;
         let tensors = musa::rank_tensors(tensors.clone());
-        let (exact, lowprec) = if cp.world_size <= 1 {
+        let cp_rank = multi_rank.then_some(&cp);
+        hold_references(budget, &rank_call, &tensors, Stack::Musa, cp_rank)?;
+        let (exact, lowprec) = if !multi_rank {
             device::musa_references(&rank_call, &tensors)
         } else {
             both(&|precision| reference::run_on_rank(&rank_call, &tensors, &cp, precision))
@@ -333,6 +350,7 @@ fn expected_references(
         .map_err(|e| e.to_string())?;
         return Ok((rank_call, exact, lowprec));
     }
+    hold_references(budget, call, tensors, stack, None)?;
     let (exact, lowprec) = if stack == Stack::Musa {
         device::musa_references(call, tensors)
     } else {
@@ -340,6 +358,27 @@ fn expected_references(
     }
     .map_err(|e| e.to_string())?;
     Ok((call.clone(), exact, lowprec))
+}
+
+/// Holds in `budget` what computing a bundle's expected numbers takes: two copies of the tensors
+/// (as a rank's call names them, and the inputs as the device reads them), the reference in f64 and in
+/// low precision, and the device's departures and encoded outputs made from their results (at most
+/// as much again).
+fn hold_references(
+    budget: &mut Budget,
+    call: &KvCacheCall,
+    tensors: &Tensors,
+    stack: Stack,
+    cp: Option<&ContextParallel>,
+) -> Result<(), String> {
+    let references =
+        reference::scratch_bytes(call, tensors, stack, cp).map_err(|e| e.to_string())?;
+    budget
+        .hold(
+            "the expected numbers (the reference in f64 and in low precision)",
+            2 * host_bytes(tensors) as u128 + 3 * references,
+        )
+        .map_err(|over| over.to_string())
 }
 
 /// A folder name for a case id: the id with anything unusual replaced, or `case-<index>`.
@@ -573,7 +612,7 @@ mod tests {
             expected["skipped"]
                 .as_str()
                 .unwrap()
-                .contains("over the cap of 16777216 bytes"),
+                .contains("over the 16777216 bytes left of the memory cap"),
             "{expected:#}"
         );
         assert_eq!(expected["verdicts"][0]["outcome"], "accepted");

@@ -10,7 +10,9 @@
 
 use super::bundle::{BundleError, RESULT_JSON, RESULT_TENSORS};
 use super::tensors::{TensorFile, read_tensor_file};
-use crate::files::{self, FileError};
+use crate::files::FileError;
+use crate::memory::Budget;
+use crate::spec::read_json_text;
 use serde::Deserialize;
 use std::path::Path;
 
@@ -95,11 +97,10 @@ fn tail(text: &str, lines: usize) -> String {
     format!("; its stderr ended with:\n{}", kept[start..].join("\n"))
 }
 
-/// Reads what the runner left in the bundle `dir`, reading at most `cap` bytes per file and
-/// decoding at most `cap` bytes of tensors.
-pub fn read_result(dir: &Path, cap: usize) -> Result<RunOutcome, BundleError> {
+/// Reads what the runner left in the bundle `dir` within `budget` (see [`read_tensor_file`]).
+pub fn read_result(dir: &Path, budget: &mut Budget) -> Result<RunOutcome, BundleError> {
     let path = dir.join(RESULT_JSON);
-    let text = match files::read_text(&path, cap) {
+    let text = match read_json_text(&path, budget) {
         Ok(text) => text,
         Err(FileError::Read { error, .. }) if error.kind() == std::io::ErrorKind::NotFound => {
             return Ok(RunOutcome::Missing);
@@ -121,7 +122,7 @@ pub fn read_result(dir: &Path, cap: usize) -> Result<RunOutcome, BundleError> {
     Ok(match json.record {
         Record::Returned { returned } => RunOutcome::Returned {
             returned,
-            tensors: read_tensor_file(&dir.join(RESULT_TENSORS), cap)?,
+            tensors: read_tensor_file(&dir.join(RESULT_TENSORS), budget)?,
         },
         Record::Raised { exception, message } => RunOutcome::Raised { exception, message },
         Record::Skipped { reason } => RunOutcome::Skipped(reason),
@@ -157,7 +158,7 @@ mod tests {
     fn outcome_of(json: &str) -> Result<RunOutcome, BundleError> {
         let dir = tempfile::tempdir().unwrap();
         std::fs::write(dir.path().join(RESULT_JSON), json).unwrap();
-        read_result(dir.path(), 1 << 20)
+        read_result(dir.path(), &mut Budget::new(1 << 20))
     }
 
     #[test]
@@ -190,7 +191,7 @@ mod tests {
     fn missing_and_malformed_results() {
         let dir = tempfile::tempdir().unwrap();
         assert_eq!(
-            read_result(dir.path(), 1 << 20).unwrap(),
+            read_result(dir.path(), &mut Budget::new(1 << 20)).unwrap(),
             RunOutcome::Missing
         );
         let old = outcome_of(r#"{"exception": "ValueError", "message": "x"}"#).unwrap_err();

@@ -420,7 +420,7 @@ mod tests {
         assert!(bundle.expected.is_some(), "musa accepts the call");
         let whole = bundle_for(&call, musa, CAP, Pools::Whole);
         assert!(
-            whole.skipped.unwrap().contains("over the cap"),
+            whole.skipped.unwrap().contains("left of the memory cap"),
             "the whole pool is over the cap"
         );
     }

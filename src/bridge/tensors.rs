@@ -3,6 +3,7 @@
 
 use crate::call::{Dtype, TensorArg};
 use crate::files::{self, FileError};
+use crate::memory::{Budget, OverBudget};
 use crate::numeric::{from_le_bytes, to_le_bytes};
 use crate::tensor::HostTensor;
 use ndarray::{ArrayD, IxDyn};
@@ -82,12 +83,8 @@ pub enum TensorFileError {
         name: String,
         dtype: safetensors::Dtype,
     },
-    #[error("{path}: {needed} bytes once decoded, over the memory cap of {cap} bytes")]
-    OverCap {
-        path: PathBuf,
-        needed: u128,
-        cap: usize,
-    },
+    #[error("{path}: {over}")]
+    OverBudget { path: PathBuf, over: OverBudget },
 }
 
 fn format_error(path: &Path, e: impl ToString) -> TensorFileError {
@@ -113,25 +110,28 @@ pub fn write_tensor_file(path: &Path, tensors: &TensorFile) -> Result<(), Tensor
     Ok(files::write_new(path, &bytes)?)
 }
 
-/// Reads every tensor of `path`, refusing files whose values would take more than `cap_bytes` once
-/// decoded to f64 (checked from the file size before reading, and from the header before decoding).
-pub fn read_tensor_file(path: &Path, cap_bytes: usize) -> Result<TensorFile, TensorFileError> {
-    let over = |needed: u128| TensorFileError::OverCap {
-        path: path.to_path_buf(),
-        needed,
-        cap: cap_bytes,
-    };
-    let buffer = files::read(path, cap_bytes)?;
+/// Reads every tensor of `path` within `budget`, which holds the file's stored tensors and their
+/// decoding to f64 afterwards (the file's own bytes only while reading). The decoded size is
+/// checked from the header before anything is copied.
+pub fn read_tensor_file(path: &Path, budget: &mut Budget) -> Result<TensorFile, TensorFileError> {
+    let buffer = files::read(path, budget.left())?;
     let file =
         SafeTensors::deserialize(&buffer).map_err(|e| format_error(path, format!("{e:?}")))?;
     let views = file.tensors();
-    let needed: u128 = views
+    let stored: u128 = views.iter().map(|(_, v)| v.data().len() as u128).sum();
+    let decoded: u128 = views
         .iter()
         .map(|(_, v)| v.shape().iter().map(|&d| d as u128).product::<u128>() * 8)
         .sum();
-    if needed > cap_bytes as u128 {
-        return Err(over(needed));
-    }
+    let over = |over| TensorFileError::OverBudget {
+        path: path.to_path_buf(),
+        over,
+    };
+    budget
+        .hold("its bytes", buffer.len() as u128)
+        .and_then(|()| budget.hold("its tensors, stored and decoded to f64", stored + decoded))
+        .map_err(over)?;
+    budget.release(buffer.len() as u128);
     views
         .into_iter()
         .map(|(name, view)| {
@@ -192,7 +192,7 @@ mod tests {
             ),
         ]);
         write_tensor_file(&path, &tensors).unwrap();
-        let back = read_tensor_file(&path, 1 << 20).unwrap();
+        let back = read_tensor_file(&path, &mut Budget::new(1 << 20)).unwrap();
         assert_eq!(back, tensors);
         assert_eq!(
             back["q"].to_host().data.iter().copied().collect::<Vec<_>>(),
@@ -210,14 +210,14 @@ mod tests {
             StoredTensor::from_values(Dtype::Int8, &[64], &[1.0; 64]),
         )]);
         write_tensor_file(&path, &tensors).unwrap();
-        // 64 one-byte values take 512 bytes as f64.
-        let err = read_tensor_file(&path, 400).unwrap_err();
+        // 64 one-byte values: 64 bytes stored and 512 bytes as f64.
+        let err = read_tensor_file(&path, &mut Budget::new(400)).unwrap_err();
         assert!(
-            matches!(err, TensorFileError::OverCap { needed: 512, .. }),
+            matches!(&err, TensorFileError::OverBudget { over, .. } if over.needed == 576),
             "{err}"
         );
         std::fs::write(&path, b"not a tensor file").unwrap();
-        let err = read_tensor_file(&path, 1 << 20).unwrap_err();
+        let err = read_tensor_file(&path, &mut Budget::new(1 << 20)).unwrap_err();
         assert!(matches!(err, TensorFileError::Format { .. }), "{err}");
     }
 
@@ -227,7 +227,7 @@ mod tests {
         let path = dir.path().join("inputs.safetensors");
         std::os::unix::fs::symlink("/dev/zero", &path).unwrap();
         let cap = 1 << 20;
-        match read_tensor_file(&path, cap) {
+        match read_tensor_file(&path, &mut Budget::new(cap)) {
             Err(TensorFileError::File(FileError::OverCap { cap: refused, .. })) => {
                 assert_eq!(refused, cap)
             }
@@ -248,7 +248,9 @@ mod tests {
         let mut file = (header.len() as u64).to_le_bytes().to_vec();
         file.extend_from_slice(header.as_bytes());
         std::fs::write(&path, file).unwrap();
-        let error = read_tensor_file(&path, 1 << 20).unwrap_err().to_string();
+        let error = read_tensor_file(&path, &mut Budget::new(1 << 20))
+            .unwrap_err()
+            .to_string();
         assert!(error.ends_with("too large to index"), "{error}");
     }
 }

@@ -11,6 +11,7 @@ use super::bundle::{
 };
 use super::result::{Returned, RunOutcome, read_result};
 use super::tensors::TensorFile;
+use crate::memory::Budget;
 use crate::reference::{Precision, RefOutput};
 use crate::report::documents::verify as doc;
 use crate::report::junit::{self, TestRun};
@@ -68,7 +69,8 @@ fn describe_rejection(v: &VerdictRecord) -> String {
 
 /// Judges one bundle's result against `profile`.
 pub fn judge(dir: &Path, profile: &str, cap: usize) -> Result<CaseStatus, BundleError> {
-    let bundle = read_bundle(dir, cap)?;
+    let mut budget = Budget::new(cap);
+    let bundle = read_bundle(dir, &mut budget)?;
     let verdict = bundle.verdict(profile).ok_or_else(|| {
         let known: Vec<&str> = bundle.verdicts.iter().map(|v| v.profile.as_str()).collect();
         BundleError::Invalid {
@@ -84,7 +86,7 @@ pub fn judge(dir: &Path, profile: &str, cap: usize) -> Result<CaseStatus, Bundle
             "export could not write it: {reason}"
         )));
     }
-    let result = read_result(dir, cap)?;
+    let result = read_result(dir, &mut budget)?;
     Ok(match (verdict.outcome, result) {
         (_, RunOutcome::Skipped(reason)) => CaseStatus::Skipped(reason),
         (_, RunOutcome::Missing) => {
@@ -504,7 +506,7 @@ mod tests {
         })
         .unwrap();
         let expected = out.join("relabelled").join(EXPECTED_TENSORS);
-        let mut tensors = read_tensor_file(&expected, 1 << 20).unwrap();
+        let mut tensors = read_tensor_file(&expected, &mut Budget::new(1 << 20)).unwrap();
         tensors.get_mut(names::OUT).unwrap().dtype = Dtype::Int32;
         write_tensor_file(&expected, &tensors).unwrap();
         std::fs::write(out.join("malformed").join(CALL_FILE), "{").unwrap();

@@ -13,6 +13,7 @@ pub mod numerics;
 
 use crate::call::{Device, KvCacheCall, PyValue, TensorArg, TensorValues, python_float_repr};
 use crate::device;
+use crate::memory::Budget;
 use crate::musa::{InjectionCache, MusaOptions};
 use crate::report::documents::certify as doc;
 use crate::report::junit::{self, TestRun};
@@ -128,7 +129,7 @@ pub fn certify_call(
             gate.hazards.extend(stale_metadata_findings_on(
                 &single,
                 device.mp,
-                device.memory_cap,
+                device.memory.left(),
             ));
             gate.hazards.extend(departures);
         }
@@ -203,14 +204,16 @@ pub fn select_profiles(names: &[String]) -> Result<Vec<&'static dyn Profile>, Er
 /// Certifies every call of `options.files`.
 pub fn certify(options: &CertifyOptions) -> Result<CertifyReport, Error> {
     let selected = select_profiles(&options.profiles)?;
-    let set = read_calls(&options.files, options.memory_cap)?;
+    let mut budget = Budget::new(options.memory_cap);
+    let set = read_calls(&options.files, &mut budget)?;
     let (mut calls, invalid) = (set.calls, set.invalid);
     if let Some(device) = options.device_as {
         calls.iter_mut().for_each(|c| cpu_tensors_on(c, device));
     }
+    // Each call's index tensors and numbers get what the calls themselves leave.
     let musa = MusaOptions {
         mp: options.mp,
-        memory_cap: options.memory_cap,
+        memory: budget,
     };
     let mut reports: Vec<CallReport> = calls
         .iter()

@@ -9,6 +9,7 @@
 
 use crate::call::{KvCacheCall, PyValue};
 use crate::kernel::{self, KernelError, KernelOptions};
+use crate::memory::Budget;
 use crate::musa::{self, InjectionCache, MusaError, MusaOptions};
 use crate::reference::{self, ContextParallel, Precision, Stack};
 use crate::scheduler::get_scheduler_metadata;
@@ -69,18 +70,29 @@ pub fn check(call: &KvCacheCall, cache: &mut InjectionCache, options: &MusaOptio
         Ok(call) => call,
         Err(why) => return Numerics::NotRun(why),
     };
-    let tensors = match materialise(&call, options.memory_cap) {
+    let tensors = match materialise(&call, options.memory.left()) {
         Ok(tensors) => tensors,
         Err(e) => return Numerics::NotRun(format!("the call's tensors: {e}")),
     };
-    let output = match musa::flash_attn_with_kvcache_on(&call, tensors.clone(), cache, options) {
+    let budget = match budget_for_references(&call, &tensors, None, options) {
+        Ok(budget) => budget,
+        Err(why) => return why,
+    };
+    let mut stack_budget = budget.clone();
+    // the stack counts the tensors itself
+    stack_budget.release(host_bytes(&tensors) as u128);
+    let stack_options = MusaOptions {
+        memory: stack_budget,
+        ..options.clone()
+    };
+    let output = match musa::flash_attn_with_kvcache_on(&call, &tensors, cache, &stack_options) {
         Ok(output) => output,
         Err(MusaError::Raises(rejection)) => {
             return Numerics::NotRun(format!("the stack raises {rejection}"));
         }
         // Over the memory cap is the host's limit, not the device's.
         Err(MusaError::Kernel(KernelError::OverCap { needed, .. })) => {
-            return over_the_cap(needed, &tensors, options);
+            return kernel_over_budget(&budget, needed);
         }
         // The kernel path refuses what the device would race on or read out of bounds for; the
         // hazards name it.
@@ -111,7 +123,7 @@ pub fn check_mate(call: &KvCacheCall, options: &MusaOptions) -> Numerics {
         Ok(rank) => rank,
         Err(why) => return Numerics::NotRun(why),
     };
-    match materialise(&call, options.memory_cap) {
+    match materialise(&call, options.memory.left()) {
         Ok(tensors) => check_rank_on(&rank_call, musa::rank_tensors(tensors), &cp, options),
         Err(e) => Numerics::NotRun(format!("the call's tensors: {e}")),
     }
@@ -122,7 +134,7 @@ pub fn check_mate(call: &KvCacheCall, options: &MusaOptions) -> Numerics {
 /// and the references ([`reference::run_on_rank`]). The `mate` profile must have accepted it.
 pub fn check_rank(call: &KvCacheCall, cp: &ContextParallel, options: &MusaOptions) -> Numerics {
     let call = call.returning_lse();
-    match materialise(&call, options.memory_cap) {
+    match materialise(&call, options.memory.left()) {
         Ok(tensors) => check_rank_on(&call, tensors, cp, options),
         Err(e) => Numerics::NotRun(format!("the call's tensors: {e}")),
     }
@@ -135,16 +147,19 @@ fn check_rank_on(
     cp: &ContextParallel,
     options: &MusaOptions,
 ) -> Numerics {
+    let budget = match budget_for_references(call, &tensors, Some(cp), options) {
+        Ok(budget) => budget,
+        Err(why) => return why,
+    };
     let kernel_options = KernelOptions {
         mp: options.mp,
-        // the kernel's buffers come on top of the materialised tensors
-        memory_cap: options.memory_cap.saturating_sub(host_bytes(&tensors)),
+        memory_cap: budget.left(),
         context_parallel: Some(cp.clone()),
         ..KernelOptions::default()
     };
     let output = match kernel::run(call, &tensors, &kernel_options) {
         Ok(output) => output,
-        Err(KernelError::OverCap { needed, .. }) => return over_the_cap(needed, &tensors, options),
+        Err(KernelError::OverCap { needed, .. }) => return kernel_over_budget(&budget, needed),
         Err(e) => return Numerics::Differs(format!("the device would not compute this call: {e}")),
     };
     let run = |precision| reference::run_on_rank(call, &tensors, cp, precision);
@@ -157,15 +172,33 @@ fn check_rank_on(
     }
 }
 
-/// Not run: the kernel path's buffers do not fit in what the materialised tensors leave of the
-/// cap.
-fn over_the_cap(needed: u128, tensors: &Tensors, options: &MusaOptions) -> Numerics {
-    Numerics::NotRun(format!(
-        "the kernel path needs {needed} bytes besides the call's tensors ({} bytes), over the \
-         cap of {} bytes (raise it with --memory-cap)",
-        host_bytes(tensors),
-        options.memory_cap
-    ))
+/// The memory budget of one check after the call's tensors and what the f64 and low-precision
+/// references allocate (both results are held with the kernel path's): the kernel path gets the
+/// rest. Not run when the references do not fit.
+fn budget_for_references(
+    call: &KvCacheCall,
+    tensors: &Tensors,
+    cp: Option<&ContextParallel>,
+    options: &MusaOptions,
+) -> Result<Budget, Numerics> {
+    let mut budget = options.memory.clone();
+    let references = reference::scratch_bytes(call, tensors, Stack::Musa, cp)
+        .map_err(|e| Numerics::NotRun(format!("the reference: {e}")))?;
+    budget
+        .hold("the call's tensors", host_bytes(tensors) as u128)
+        .and_then(|()| {
+            budget.hold(
+                "the reference (in f64 and in low precision)",
+                2 * references,
+            )
+        })
+        .map_err(|over| Numerics::NotRun(over.to_string()))?;
+    Ok(budget)
+}
+
+/// Not run: the kernel path's buffers do not fit in what the tensors and the references leave.
+fn kernel_over_budget(budget: &Budget, needed: u128) -> Numerics {
+    Numerics::NotRun(budget.refusal("the kernel path", needed).to_string())
 }
 
 /// `call` passing the buffer its `metadata_args` describe on a device with `mp` multiprocessors,

@@ -4,6 +4,7 @@ use super::{Outcome, emit};
 use crate::bridge::export::{self, ExportOptions, ExportReport, Pools};
 use crate::call::{Device, KvCacheCall};
 use crate::conform;
+use crate::memory::Budget;
 use crate::partition::Partition;
 use crate::report::{Format, Report};
 use crate::spec::{cpu_tensors_on, parse_device_as, read_calls};
@@ -60,10 +61,9 @@ impl ExportArgs {
     /// The calls to export: the spec file's or recordings' (the first `--cases`, with `--seed` as
     /// their data seed, on `--device-as`), or the suite's cases (named `<suite>-<seed>-<index>`
     /// unless the suite names them).
-    fn calls(&self) -> anyhow::Result<Vec<KvCacheCall>> {
+    fn calls(&self, budget: &mut Budget) -> anyhow::Result<Vec<KvCacheCall>> {
         if let Some(path) = &self.spec {
-            let mut calls =
-                read_calls(std::slice::from_ref(path), self.memory_cap)?.into_calls()?;
+            let mut calls = read_calls(std::slice::from_ref(path), budget)?.into_calls()?;
             calls.truncate(self.cases.unwrap_or(calls.len()));
             for call in &mut calls {
                 if let Some(seed) = self.seed {
@@ -98,8 +98,9 @@ impl ExportArgs {
 }
 
 pub fn run(args: &ExportArgs, out: &mut dyn Write) -> Outcome {
+    let mut budget = Budget::new(args.memory_cap);
     let report = export::export(&ExportOptions {
-        calls: args.calls()?,
+        calls: args.calls(&mut budget)?,
         partition: args.partition,
         out: args.out.clone(),
         force: args.force,
@@ -109,7 +110,8 @@ pub fn run(args: &ExportArgs, out: &mut dyn Write) -> Outcome {
             Pools::Slim
         },
         profile: args.profile.clone(),
-        memory_cap: args.memory_cap,
+        // each bundle gets what the calls leave
+        memory_cap: budget.left(),
     })?;
     emit(&report, args.format, None, out)
 }
@@ -137,12 +139,17 @@ mod tests {
 
     #[test]
     fn bad_sources_are_input_errors() {
-        let unknown = args(Some("nope"), None).calls().unwrap_err().to_string();
+        let unknown = args(Some("nope"), None)
+            .calls(&mut Budget::new(1 << 20))
+            .unwrap_err()
+            .to_string();
         assert!(
             unknown.starts_with("unknown suite `nope` (registered: "),
             "{unknown}"
         );
-        let missing = args(None, Some("no/such/file.json")).calls().unwrap_err();
+        let missing = args(None, Some("no/such/file.json"))
+            .calls(&mut Budget::new(1 << 20))
+            .unwrap_err();
         assert!(
             missing
                 .to_string()
@@ -152,7 +159,10 @@ mod tests {
         let mut no_cases = args(Some("validation"), None);
         no_cases.cases = None;
         assert_eq!(
-            no_cases.calls().unwrap_err().to_string(),
+            no_cases
+                .calls(&mut Budget::new(1 << 20))
+                .unwrap_err()
+                .to_string(),
             "--suite needs --cases N"
         );
     }

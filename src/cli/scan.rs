@@ -30,6 +30,10 @@ pub struct ScanArgs {
     /// Write a JSON call-spec skeleton for every call site to FILE.
     #[arg(long, value_name = "FILE")]
     pub emit_specs: Option<PathBuf>,
+    /// Parse no file whose tree and analysis could take more bytes than this, with the files
+    /// parsed before it.
+    #[arg(long, default_value_t = crate::memory::DEFAULT_MEMORY_CAP)]
+    pub memory_cap: usize,
     /// Print the explanation of a diagnostic code and exit.
     #[arg(long, value_name = "CODE", value_parser = parse_rule)]
     pub explain: Option<Rule>,
@@ -48,6 +52,7 @@ pub fn run(args: &ScanArgs, out: &mut dyn Write) -> Outcome {
         paths: args.paths.clone(),
         select: args.select.clone(),
         ignore: args.ignore.clone(),
+        memory_cap: args.memory_cap,
     })?;
     let status = emit(&report, args.format, None, out)?;
     if let Some(path) = &args.emit_specs {

@@ -163,7 +163,11 @@ pub fn metadata_call(call: &KvCacheCall, change: Change) -> bool {
 /// growing faster than the input is a finding too.
 pub fn scan(bytes: &[u8]) -> bool {
     let sources = super::generators::python_tree(bytes);
-    let result = crate::scan::scan_sources(&sources, &super::oracles::scan::every_rule());
+    let result = crate::scan::scan_sources(
+        &sources,
+        &super::oracles::scan::every_rule(),
+        crate::tensor::DEFAULT_MEMORY_CAP,
+    );
     if let Err(e) = super::oracles::scan::scan_output(&sources, &result) {
         panic!("scan: {e}");
     }

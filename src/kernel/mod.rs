@@ -34,11 +34,14 @@ use rayon::prelude::*;
 use thiserror::Error;
 
 /// Where the forward's scheduler metadata comes from.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq, Eq)]
 pub enum MetadataSource {
     /// The call's `scheduler_metadata` tensor when it passes one, else none (single-tile
     /// scheduler, one split, no combine).
     FromCall,
+    /// The values SGLang's wrapper passes on for a call that passes none (`FromCall` for a call
+    /// that does).
+    Injected(Vec<i32>),
     /// Metadata computed from the call's own values ([`crate::mate::scheduler_metadata`]), as
     /// a fresh SGLang injection for this very call would give.
     Computed,
@@ -118,7 +121,7 @@ pub enum KernelError {
     /// rejected it, or it would make the device read or write out of bounds).
     #[error("kernel: {0}")]
     Rejected(String),
-    #[error("kernel: needs {needed} bytes, over the cap of {cap} bytes")]
+    #[error("kernel: needs {needed} bytes, over the {cap} bytes left of the memory cap")]
     OverCap { needed: u128, cap: usize },
 }
 
@@ -347,10 +350,19 @@ pub fn prepare(
         .values()
         .map(|t| (t.data.len() * storage_dtype(t.dtype).size_bytes()) as u128)
         .sum();
-    // Tile workspaces (under a MiB each with tile_m ≤ 256 and head dims ≤ MAX_HEAD_DIM) aside.
+    // The inputs in their storage dtypes, out and lse (at most 4 bytes an element), the split
+    // partials, the work tiles (at least one query row of one head and split each, and at most
+    // one partial tile per batch and head), and the f64 copies of out, lse and both caches that
+    // [`KernelOutput`] hands back. Tile workspaces (under a MiB each with tile_m ≤ 256 and head
+    // dims ≤ MAX_HEAD_DIM, one per worker) aside.
+    let (rows, splits) = (dims.total_q * h, plan.num_splits);
+    let tiles = (rows + dims.batch_size * h) * splits;
+    let caches = tensors["k_cache"].data.len() + tensors["v_cache"].data.len();
     let needed = inputs_bytes
-        + (dims.total_q * h * (dv + 1) * 4) as u128
-        + (accum_numel * (dv + 1) * 4) as u128;
+        + (rows * (dv + 1) * 4) as u128
+        + (accum_numel * (dv + 1) * 4) as u128
+        + (tiles * std::mem::size_of::<ffi::fa3_tile>()) as u128
+        + ((rows * (dv + 1) + caches) * 8) as u128;
     if needed > options.memory_cap as u128 {
         return Err(KernelError::OverCap {
             needed,

@@ -625,17 +625,16 @@ impl Planner<'_> {
         if tensors.contains_key("sinks") {
             return Ok(None);
         }
-        match self.options.metadata {
+        match &self.options.metadata {
             MetadataSource::None => Ok(None),
             MetadataSource::FromCall => match tensors.get("scheduler_metadata") {
                 Some(t) => {
                     let values: Vec<i32> = t.ints().into_iter().map(|x| x as i32).collect();
-                    SchedulerMetadata::from_tensor(&values, dims.batch_size)
-                        .map(Some)
-                        .ok_or_else(|| KernelError::Rejected("metadata buffer is too small".into()))
+                    metadata_buffer(&values, dims.batch_size).map(Some)
                 }
                 None => Ok(None),
             },
+            MetadataSource::Injected(values) => metadata_buffer(values, dims.batch_size).map(Some),
             MetadataSource::Computed => match mate::scheduler_metadata(&MetadataArgs {
                 batch: dims.batch_size,
                 max_seqlen_q: dims.seqlen_q,
@@ -726,4 +725,10 @@ fn check_metadata(
             .all(|&n| n as i64 <= num_splits as i64),
         || format!("num_splits_dynamic exceeds the {num_splits} split slots"),
     )
+}
+
+/// The forward's view of a metadata buffer's values.
+fn metadata_buffer(values: &[i32], batch_size: usize) -> Result<SchedulerMetadata, KernelError> {
+    SchedulerMetadata::from_tensor(values, batch_size)
+        .ok_or_else(|| KernelError::Rejected("metadata buffer is too small".into()))
 }

@@ -135,6 +135,43 @@ fn operands(p: &Problem, new: &NewTokens, b: usize, hk: usize) -> Result<Operand
     })
 }
 
+/// An upper bound on the bytes [`attend_group`] allocates for a group of batch `b` besides its
+/// result: the gathered keys and values, the stacked query rows (and `qv` rows), and one row
+/// block's scores (with `qv`, its second product) and output.
+pub fn group_scratch_bytes(p: &Problem, b: usize) -> u128 {
+    let batch = &p.batches[b];
+    let rows = (p.group_size() * batch.seqlen_q) as u128;
+    let (d, dv, sk) = (
+        p.head_dim as u128,
+        p.head_dim_v as u128,
+        batch.seqlen_k() as u128,
+    );
+    let dqv = p.qv.map_or(0, |qv| qv.dim().2) as u128;
+    let block = (ROW_BLOCK as u128).min(rows);
+    let products = if p.qv.is_some() { 2 } else { 1 };
+    let packing = [(block, d, sk), (block, dqv, sk), (block, sk, dv)]
+        .into_iter()
+        .map(|(m, k, n)| packing_bytes(m, k, n))
+        .max()
+        .unwrap_or(0);
+    8 * (sk * (d + dv) + rows * (d + dqv) + block * (products * sk + dv)) + packing
+}
+
+/// The packing buffer matrixmultiply 0.3 (ndarray's f64 products) allocates for an
+/// `(m × k)·(k × n)` product: blocks of at most 64 × 256 × 1024, rounded up to its kernel's rows
+/// and columns (8 at most), and an alignment (`make_packing_buffer`, archparam_defaults.rs).
+fn packing_bytes(m: u128, k: u128, n: u128) -> u128 {
+    let (m, k, n) = (m.min(64), k.min(256), n.min(1024));
+    8 * k * (m.next_multiple_of(8) + n.next_multiple_of(8)) + 64
+}
+
+/// The bytes [`attend_group`]'s result for a group of batch `b` holds: its output rows, lse and
+/// largest logits.
+pub fn group_result_bytes(p: &Problem, b: usize) -> u128 {
+    let rows = (p.group_size() * p.batches[b].seqlen_q) as u128;
+    8 * rows * (p.head_dim_v as u128 + 2)
+}
+
 pub fn attend_group(
     p: &Problem,
     new: &NewTokens,

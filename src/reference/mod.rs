@@ -167,6 +167,56 @@ pub fn run_on_rank(
     evaluate(&problem)
 }
 
+/// An upper bound on the bytes [`run`] (or [`run_on_rank`] with `cp`) allocates for `call` on
+/// `tensors`, its result included: what a caller holds in its memory budget before running it.
+pub fn scratch_bytes(
+    call: &KvCacheCall,
+    tensors: &Tensors,
+    stack: Stack,
+    cp: Option<&ContextParallel>,
+) -> Result<u128, RefError> {
+    let problem = Problem::resolve(call, tensors, stack, Precision::Exact, cp)?;
+    Ok(evaluation_bytes(&problem))
+}
+
+/// What [`evaluate`] (and [`Problem::resolve`] before it) allocates at most: the batches' plans and
+/// fp8 descale factors, the new tokens and the appended caches; the groups'
+/// results, all held until they are placed; the output, lse and largest-logit arrays (the
+/// `(b, h, s)` layouts copy the last two while permuting, twice at most) and the unwritten-row
+/// masks; and the scratch of as many groups (one per batch and KV head) as run at once, the
+/// largest ones, each on its own worker.
+fn evaluation_bytes(p: &Problem) -> u128 {
+    let (h, hk) = (p.num_heads as u128, p.num_heads_k as u128);
+    let (d, dv, total_q) = (p.head_dim as u128, p.head_dim_v as u128, p.total_q as u128);
+    let batches = p.batches.len() as u128;
+    let plans = batches * (std::mem::size_of::<resolve::BatchPlan>() as u128 + 3 * 8 * hk);
+    let new_keys: u128 = p.batches.iter().map(|b| b.new_keys as u128).sum();
+    let new_tokens = 8 * new_keys * hk * (d + dv);
+    let caches = match p.new_kv {
+        true => 8 * (p.k_cache_full.len() + p.v_cache_full.len()) as u128,
+        false => 0,
+    };
+    let results: u128 = (0..p.batches.len())
+        .map(|b| hk * attend::group_result_bytes(p, b))
+        .sum();
+    let arrays = 8 * total_q * h * (dv + 3 * 2) + total_q * h * (dv + 2);
+    let workers = match parallel::enabled() {
+        true => rayon::current_num_threads(),
+        false => 1,
+    };
+    let mut scratch: Vec<u128> = (0..p.batches.len())
+        .map(|b| attend::group_scratch_bytes(p, b))
+        .collect();
+    scratch.sort_unstable_by(|a, b| b.cmp(a));
+    // A group per (batch, KV head).
+    let concurrent: u128 = scratch
+        .iter()
+        .flat_map(|&bytes| std::iter::repeat_n(bytes, p.num_heads_k))
+        .take(workers)
+        .sum();
+    plans + new_tokens + caches + results + arrays + concurrent
+}
+
 fn evaluate(p: &Problem) -> Result<RefOutput, RefError> {
     let new_tokens = p.new_tokens()?;
     let (k_cache, v_cache) = p.appended_caches(&new_tokens)?.unzip();

@@ -87,11 +87,21 @@ struct Walk {
     /// The wrappers the walk is inside, outermost first.
     wrappers: Vec<(usize, FunctionId)>,
     steps_left: usize,
+    /// Whether a path was left at [`MAX_DEPTH`] or [`MAX_STEPS`].
+    cut: bool,
+}
+
+/// The ways one call site reaches an entry point.
+pub struct Reached {
+    pub calls: Vec<EffectiveCall>,
+    /// Some paths were not followed to their end (too deep, or past the step limit).
+    pub incomplete: bool,
 }
 
 impl<'a> Expander<'a> {
-    /// Every way the call at `file` reaches an entry point (none when it does not).
-    pub fn expand(&self, file: usize, call: &CallSite) -> Vec<EffectiveCall> {
+    /// Every way the call at `file` reaches an entry point (none when it does not) within the
+    /// walk's limits.
+    pub fn expand(&self, file: usize, call: &CallSite) -> Reached {
         let params = call
             .function
             .map(|f| &self.resolver.file(file).analysis.functions[f].params);
@@ -109,6 +119,7 @@ impl<'a> Expander<'a> {
             depth: 0,
             wrappers: Vec::new(),
             steps_left: MAX_STEPS,
+            cut: false,
         };
         self.reach(
             file,
@@ -119,7 +130,10 @@ impl<'a> Expander<'a> {
             &mut walk,
             &mut out,
         );
-        out
+        Reached {
+            calls: out,
+            incomplete: walk.cut,
+        }
     }
 
     #[allow(clippy::too_many_arguments)]
@@ -134,10 +148,12 @@ impl<'a> Expander<'a> {
         out: &mut Vec<EffectiveCall>,
     ) {
         if walk.depth > MAX_DEPTH {
+            walk.cut = true;
             return;
         }
         for target in self.resolver.targets(file, callee) {
             if walk.steps_left == 0 {
+                walk.cut = true;
                 return;
             }
             walk.steps_left -= 1;

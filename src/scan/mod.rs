@@ -33,6 +33,7 @@ pub use report::{ScanOptions, ScanReport, scan};
 pub use rules::{Rule, Selection};
 
 use crate::call::PyValue;
+use crate::memory::Budget;
 use diagnostic::LineIndex;
 use entry_point::{EntryModule, FUNCTION};
 use expand::{EffectiveCall, Expander};
@@ -41,12 +42,42 @@ use rayon::prelude::*;
 use resolve::{InitCache, Resolver, ScannedFile};
 use std::collections::{BTreeSet, HashSet};
 use std::path::{Path, PathBuf};
+use std::sync::Mutex;
 
 /// Diagnostics reported per file; the rest are counted in one [`Rule::OutputTruncated`].
 pub const MAX_DIAGNOSTICS_PER_FILE: usize = 200;
 
 /// Call sites listed per file in `--format json` and `--emit-specs`; the summary counts them all.
 pub const MAX_CALL_RECORDS_PER_FILE: usize = 1000;
+
+/// Heap bytes parsing and analysing a file may take per token of its source ([`tokens`]): what
+/// tree-sitter's tree and the analysis took at their peak, measured per token, was 156 on 16 MB of
+/// ordinary model code, 257-279 on files of nothing but calls, 386 on the worst input measured
+/// (8 MiB of one list of one-letter names); with a margin. A file is parsed only when this much
+/// fits in the memory budget.
+const PARSE_BYTES_PER_TOKEN: u128 = 512;
+
+/// What a parsed file keeps per token until the scan ends (its source and analysis): 81 measured
+/// on files of nothing but calls, with a margin.
+const KEPT_BYTES_PER_TOKEN: u128 = 128;
+
+/// At least the number of tokens tree-sitter makes of `source`: every run of word characters,
+/// every other character that is not blank, and every line end.
+fn tokens(source: &[u8]) -> u128 {
+    let word = |b: u8| b.is_ascii_alphanumeric() || b == b'_' || b >= 0x80;
+    let mut count = 0;
+    let mut previous_was_word = false;
+    for &b in source {
+        let is_word = word(b);
+        let starts_token = match is_word {
+            true => !previous_was_word,
+            false => !b.is_ascii_whitespace() || b == b'\n',
+        };
+        count += u128::from(starts_token);
+        previous_was_word = is_word;
+    }
+    count
+}
 
 /// A path given to the scan that does not exist.
 #[derive(Debug, thiserror::Error)]
@@ -133,9 +164,15 @@ impl Source {
         }
     }
 
-    fn read(&self) -> std::io::Result<std::borrow::Cow<'_, [u8]>> {
+    /// The file's bytes, at most `cap` of them (whatever the file is: a size is no bound).
+    fn read(&self, cap: usize) -> Result<std::borrow::Cow<'_, [u8]>, String> {
         match &self.content {
-            Content::Path(path) => std::fs::read(path).map(Into::into),
+            Content::Path(path) => crate::files::read(path, cap)
+                .map(Into::into)
+                .map_err(|e| e.to_string()),
+            Content::Bytes(bytes) if bytes.len() > cap => Err(format!(
+                "more than {cap} bytes, over the memory cap (raise it with --memory-cap)"
+            )),
             Content::Bytes(bytes) => Ok(bytes.as_slice().into()),
         }
     }
@@ -160,10 +197,15 @@ enum Loaded {
     Invalid(Diagnostic),
 }
 
-/// Scans files and directories, reporting the rules `selection` picks.
-pub fn scan_paths(paths: &[PathBuf], selection: &Selection) -> Result<ScanResult, ScanError> {
+/// Scans files and directories, reporting the rules `selection` picks, parsing no file whose
+/// analysis would not fit in `memory_cap` bytes with the files parsed before it.
+pub fn scan_paths(
+    paths: &[PathBuf],
+    selection: &Selection,
+    memory_cap: usize,
+) -> Result<ScanResult, ScanError> {
     let (sources, walk_errors) = walk(paths)?;
-    let mut result = scan_sources(&sources, selection);
+    let mut result = scan_sources(&sources, selection, memory_cap);
     result.diagnostics.extend(
         walk_errors
             .into_iter()
@@ -173,16 +215,17 @@ pub fn scan_paths(paths: &[PathBuf], selection: &Selection) -> Result<ScanResult
     Ok(result)
 }
 
-/// Scans files given as [`Source`]s.
-pub fn scan_sources(sources: &[Source], selection: &Selection) -> ScanResult {
+/// Scans files given as [`Source`]s within `memory_cap` bytes (see [`scan_paths`]).
+pub fn scan_sources(sources: &[Source], selection: &Selection, memory_cap: usize) -> ScanResult {
     let mut interest = Interest {
         names: HashSet::from([FUNCTION.to_string()]),
         modules: sources.iter().map(|s| s.module.name.clone()).collect(),
     };
+    let budget = Mutex::new(Budget::new(memory_cap));
     let mut loaded: Vec<Loaded> = sources
         .par_iter()
         .map_init(PythonParser::new, |parser, source| {
-            load(parser, source, &interest)
+            load(parser, source, &interest, &budget)
         })
         .collect();
     // Follow aliases: a file that imports a name another file binds to the function mentions that
@@ -206,7 +249,7 @@ pub fn scan_sources(sources: &[Source], selection: &Selection) -> ScanResult {
             .enumerate()
             .filter(|(_, l)| matches!(l, Loaded::NotMentioned))
             .map_init(PythonParser::new, |parser, (i, _)| {
-                (i, load(parser, &sources[i], &interest))
+                (i, load(parser, &sources[i], &interest, &budget))
             })
             .collect();
         for (i, l) in reloaded {
@@ -323,8 +366,13 @@ fn check_file(expander: &Expander, index: usize, selection: &Selection, result: 
     let mut findings: Vec<(check::Finding, Vec<EntryPoint>)> = Vec::new();
     let mut records = 0;
     let mut call_sites = 0;
+    let mut not_followed: Vec<Span> = Vec::new();
     for call in &file.analysis.calls {
-        let effective = expander.expand(index, call);
+        let reached = expander.expand(index, call);
+        if reached.incomplete {
+            not_followed.push(call.callee_span);
+        }
+        let effective = reached.calls;
         if effective.is_empty() {
             // Named `flash_attn_with_kvcache` (or imported under that name), not a local `def`.
             use python::value::Value;
@@ -390,6 +438,23 @@ fn check_file(expander: &Expander, index: usize, selection: &Selection, result: 
                     import.module
                 ),
                 Some("scan the tree that defines it too, or check its calls by hand".into()),
+                vec![],
+            ));
+        }
+    }
+    if selection.reports(Rule::NotFollowed) {
+        for span in not_followed {
+            diagnostics.push(locate(
+                Rule::NotFollowed,
+                span,
+                "the scan stopped following this call through its partials and wrappers (more \
+                 than 8 deep, or 256 steps): the paths past them were not checked"
+                    .into(),
+                Some(
+                    "check the call as the entry point receives it by hand, or simplify the \
+                     partials and wrappers"
+                        .into(),
+                ),
                 vec![],
             ));
         }
@@ -507,24 +572,71 @@ fn record(
 }
 
 /// Reads a file, and parses it when it mentions one of the names of `interest`.
-fn load(parser: &mut PythonParser, input: &Source, interest: &Interest) -> Loaded {
-    let invalid = |message: String, start: Location, excerpt: Option<Excerpt>| {
-        Loaded::Invalid(Diagnostic {
-            rule: Rule::InvalidFile,
-            path: input.display.clone(),
-            start,
-            end: start,
-            message,
-            help: Some("fix the file or exclude it; its call sites were not checked".into()),
-            stacks: vec![],
-            excerpt,
-        })
-    };
+/// The file `input` reported as one fa3conform could not check, and why.
+fn invalid_file(
+    input: &Source,
+    message: String,
+    start: Location,
+    excerpt: Option<Excerpt>,
+) -> Loaded {
+    Loaded::Invalid(Diagnostic {
+        rule: Rule::InvalidFile,
+        path: input.display.clone(),
+        start,
+        end: start,
+        message,
+        help: Some("fix the file or exclude it; its call sites were not checked".into()),
+        stacks: vec![],
+        excerpt,
+    })
+}
+
+/// Reads and parses one file, holding in `budget` what parsing it may take and, once parsed, what
+/// it keeps.
+fn load(
+    parser: &mut PythonParser,
+    input: &Source,
+    interest: &Interest,
+    budget: &Mutex<Budget>,
+) -> Loaded {
+    let invalid = |message, start, excerpt| invalid_file(input, message, start, excerpt);
     let file_start = Location { line: 1, column: 1 };
-    let bytes = match input.read() {
-        Ok(bytes) => bytes,
-        Err(e) => return invalid(format!("cannot read the file: {e}"), file_start, None),
+    let lock = || {
+        budget
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner())
     };
+    // Read under the lock: what one file reads is held before the next reads.
+    let (bytes, tokens, parsing) = {
+        let mut budget = lock();
+        let bytes = match input.read(budget.left()) {
+            Ok(bytes) => bytes,
+            Err(e) => return invalid(format!("cannot read the file: {e}"), file_start, None),
+        };
+        let tokens = tokens(&bytes);
+        let parsing = bytes.len() as u128 + tokens * PARSE_BYTES_PER_TOKEN;
+        if let Err(over) = budget.hold("parsing it", parsing) {
+            return invalid(format!("too large to scan: {over}"), file_start, None);
+        }
+        (bytes, tokens, parsing)
+    };
+    let loaded = parse_loaded(parser, input, interest, bytes);
+    let kept = match &loaded {
+        Loaded::Parsed { .. } => tokens * KEPT_BYTES_PER_TOKEN,
+        Loaded::NotMentioned | Loaded::Invalid(_) => 0,
+    };
+    lock().release(parsing.saturating_sub(kept));
+    loaded
+}
+
+/// [`load`] once the file's bytes are read and their parse is in the budget.
+fn parse_loaded(
+    parser: &mut PythonParser,
+    input: &Source,
+    interest: &Interest,
+    bytes: std::borrow::Cow<'_, [u8]>,
+) -> Loaded {
+    let invalid = |message, start, excerpt| invalid_file(input, message, start, excerpt);
     let mut source = match String::from_utf8(bytes.into_owned()) {
         Ok(source) => source,
         Err(e) => {
@@ -622,5 +734,21 @@ fn walk_error(root: &Path, error: &ignore::Error) -> Diagnostic {
         help: Some("fix the permissions or exclude the path".into()),
         stacks: vec![],
         excerpt: None,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::tokens;
+
+    #[test]
+    fn tokens_count_word_runs_other_characters_and_line_ends() {
+        // x = f ( a , b ) and the line end
+        assert_eq!(tokens(b"x = f(a, b)\n"), 9);
+        // a . b_c2
+        assert_eq!(tokens(b"a.b_c2"), 3);
+        assert_eq!(tokens(b"  \t\r"), 0);
+        // a non-ASCII name is one word: é is two bytes
+        assert_eq!(tokens("é2 é".as_bytes()), 2);
     }
 }

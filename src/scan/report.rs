@@ -10,7 +10,7 @@ use std::io::{self, Write};
 use std::path::PathBuf;
 
 /// What `scan` looks at and which codes it reports.
-#[derive(Clone, Debug, Default, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq, Eq)]
 pub struct ScanOptions {
     /// Files or directories (directories respect .gitignore).
     pub paths: Vec<PathBuf>,
@@ -18,6 +18,8 @@ pub struct ScanOptions {
     pub select: Vec<Rule>,
     /// Do not report these codes.
     pub ignore: Vec<Rule>,
+    /// Bytes the scan may take for the files' sources and analyses.
+    pub memory_cap: usize,
 }
 
 /// A scan whose diagnostics are those reported (after `select` and `ignore`).
@@ -27,12 +29,23 @@ pub struct ScanReport {
 }
 
 /// Scans `options.paths`; a path that does not exist is an error.
+impl Default for ScanOptions {
+    fn default() -> Self {
+        ScanOptions {
+            paths: Vec::new(),
+            select: Vec::new(),
+            ignore: Vec::new(),
+            memory_cap: crate::memory::DEFAULT_MEMORY_CAP,
+        }
+    }
+}
+
 pub fn scan(options: &ScanOptions) -> Result<ScanReport, ScanError> {
     let selection = Selection {
         select: options.select.clone(),
         ignore: options.ignore.clone(),
     };
-    let result = scan_paths(&options.paths, &selection)?;
+    let result = scan_paths(&options.paths, &selection, options.memory_cap)?;
     Ok(ScanReport { result })
 }
 

@@ -33,6 +33,7 @@ pub enum Rule {
     UnresolvedImport,
     OutputTruncated,
     NotAnalysed,
+    NotFollowed,
     InvalidFile,
 }
 
@@ -54,7 +55,7 @@ pub struct RuleInfo {
 
 impl Rule {
     /// Every rule, in code order.
-    pub const ALL: [Rule; 24] = [
+    pub const ALL: [Rule; 25] = [
         Rule::VerNotThree,
         Rule::VerNotLiteral,
         Rule::SignatureMismatch,
@@ -78,6 +79,7 @@ impl Rule {
         Rule::UnresolvedImport,
         Rule::OutputTruncated,
         Rule::NotAnalysed,
+        Rule::NotFollowed,
         Rule::InvalidFile,
     ];
 
@@ -437,6 +439,23 @@ The scan analyses expressions up to 200 levels of nesting (CPython itself refuse
 brackets). Calls inside a deeper expression were not found or checked.
 
 Fix: split the expression, or check its calls by hand.",
+            },
+            Rule::NotFollowed => &RuleInfo {
+                code: "FA3M024",
+                name: "not-followed",
+                severity: Severity::Info,
+                default: true,
+                summary: "partials and wrappers the scan stopped following; the paths past them were not checked",
+                explanation: "\
+The scan follows a call through `functools.partial` objects and wrapper functions to the entry point it
+reaches, up to 8 wrappers deep and 256 steps (entry points, partials and wrappers reached) per call site:
+real wrappers forward a few calls a few levels deep, and code past these limits (a name bound to one of
+several partials in branches the scan cannot decide, level after level; wrappers that each call the next
+many times) would take time exponential in its nesting. The paths past the limits were not checked; the
+ones within them were.
+
+Fix: check the call as the entry point receives it by hand (`certify` with a call spec), or simplify the
+partials and wrappers.",
             },
             Rule::InvalidFile => &RuleInfo {
                 code: "FA3M900",

@@ -11,6 +11,25 @@ pub(super) fn parse(text: &str) -> Result<Value, serde_json::Error> {
     serde_json::from_str::<Strict>(text).map(|strict| strict.0)
 }
 
+/// Heap bytes one JSON value may take once parsed, its text's bytes apart: the [`Value`] itself in
+/// an array or map that may have grown to twice its length, as an object member also its key
+/// (`String`) and the map's hash and index slots, and an allocator's header and rounding for the
+/// one allocation it may own.
+const PARSED_BYTES_PER_VALUE: u128 = (2
+    * (std::mem::size_of::<Value>()
+        + std::mem::size_of::<String>()
+        + 2 * std::mem::size_of::<u64>())
+    + 32) as u128;
+
+/// An upper bound on the bytes `text` takes once parsed and turned into calls: every value but
+/// the first follows a `,`, `[` or `{` (a count that string contents only inflate), each value
+/// counts [`PARSED_BYTES_PER_VALUE`], strings and numbers at most their text again, and the calls
+/// built from the tree while it is alive at most as much as the tree.
+pub(crate) fn parsed_bytes_bound(text: &str) -> u128 {
+    let values = memchr::memchr3_iter(b',', b'[', b'{', text.as_bytes()).count() as u128 + 1;
+    2 * (values * PARSED_BYTES_PER_VALUE + text.len() as u128)
+}
+
 /// `text` without a UTF-8 byte-order mark (editors on Windows write one).
 pub(super) fn without_bom(text: &str) -> &str {
     text.strip_prefix('\u{feff}').unwrap_or(text)

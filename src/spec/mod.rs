@@ -23,9 +23,17 @@ mod parse;
 mod sources;
 mod write;
 
+use crate::files::{self, FileError};
+use crate::memory::Budget;
 pub use parse::{SpecError, parse_call, parse_each, parse_specs};
 pub use sources::{CallSet, InvalidCall, SourceError, cpu_tensors_on, parse_device_as, read_calls};
 pub use write::{call_to_json, value_to_json};
+
+/// The text of a JSON file (`-`: standard input), held in `budget` with the bound on what parsing
+/// it builds: spec files, forward passes, bundle files.
+pub fn read_json_text(path: &std::path::Path, budget: &mut Budget) -> Result<String, FileError> {
+    files::read_text_within(path, budget, json::parsed_bytes_bound)
+}
 
 /// One JSON document as spec files are read: a byte-order mark skipped, a repeated key an error,
 /// a syntax error named by its line and column (for files that are not call specs, such as

@@ -7,7 +7,8 @@
 
 use super::{SpecError, call_to_json, parse_each};
 use crate::call::{Device, KvCacheCall};
-use crate::files::{self, FileError};
+use crate::files::FileError;
+use crate::memory::Budget;
 use std::collections::HashSet;
 use std::io;
 use std::path::{Path, PathBuf};
@@ -116,8 +117,9 @@ impl io::Write for Digest {
 
 /// Reads every source in order: files, `-` for standard input, folders of call files. A call that
 /// cannot be read is kept in [`CallSet::invalid`] and the others are still read; a source that
-/// cannot be read at all, holds no call specs or more than `cap_bytes`, is the error.
-pub fn read_calls(sources: &[PathBuf], cap_bytes: usize) -> Result<CallSet, SourceError> {
+/// cannot be read at all, holds no call specs or does not fit in `budget`, is the error. The
+/// calls stay held in `budget` at the bound on their files' parsed form (the text is released).
+pub fn read_calls(sources: &[PathBuf], budget: &mut Budget) -> Result<CallSet, SourceError> {
     let mut set = CallSet::default();
     let mut seen = HashSet::new();
     for source in sources {
@@ -127,12 +129,13 @@ pub fn read_calls(sources: &[PathBuf], cap_bytes: usize) -> Result<CallSet, Sour
             vec![source.clone()]
         };
         for file in files {
-            let text = files::read_text(&file, cap_bytes)?;
+            let text = super::read_json_text(&file, budget)?;
             let name = file.display().to_string();
             let calls = parse_each(&text).map_err(|error| SourceError::Spec {
                 path: name.clone(),
                 error,
             })?;
+            budget.release(text.len() as u128);
             set.files += 1;
             for call in calls {
                 match call {
@@ -199,7 +202,7 @@ mod tests {
             &[line("tp1-1", 2, true), line("tp1-2", 4, true)],
         );
         std::fs::write(dir.path().join("notes.txt"), "not a call file").unwrap();
-        let set = read_calls(&[dir.path().to_path_buf()], 1 << 20).unwrap();
+        let set = read_calls(&[dir.path().to_path_buf()], &mut Budget::new(1 << 20)).unwrap();
         let ids: Vec<&str> = set.calls.iter().map(|c| c.id.as_str()).collect();
         assert_eq!(ids, ["tp0-1", "tp0-2", "tp1-2"]);
         assert_eq!((set.files, set.duplicates), (2, 1));
@@ -211,13 +214,19 @@ mod tests {
             format!("[{}, {}]", line("a", 2, false), line("b", 2, false)),
         )
         .unwrap();
-        assert_eq!(read_calls(&[hand], 1 << 20).unwrap().calls.len(), 2);
+        assert_eq!(
+            read_calls(&[hand], &mut Budget::new(1 << 20))
+                .unwrap()
+                .calls
+                .len(),
+            2
+        );
     }
 
     #[test]
     fn errors_name_the_file() {
         let dir = tempfile::tempdir().unwrap();
-        let err = read_calls(&[dir.path().to_path_buf()], 1 << 20)
+        let err = read_calls(&[dir.path().to_path_buf()], &mut Budget::new(1 << 20))
             .unwrap_err()
             .to_string();
         assert!(
@@ -225,7 +234,7 @@ mod tests {
             "{err}"
         );
         std::fs::write(dir.path().join("calls.jsonl"), "").unwrap();
-        let err = read_calls(&[dir.path().to_path_buf()], 1 << 20)
+        let err = read_calls(&[dir.path().to_path_buf()], &mut Budget::new(1 << 20))
             .unwrap_err()
             .to_string();
         assert!(

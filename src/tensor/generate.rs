@@ -156,13 +156,15 @@ fn float_values(call: &KvCacheCall, name: &str, t: &TensorArg, rows: Option<&[us
         "k_cache" | "v_cache" if !t.shape.is_empty() => {
             let count = t.shape[0];
             let per_row = numel.checked_div(count).unwrap_or(0);
-            (0..count)
-                .flat_map(|row| {
-                    let origin = rows.map_or(row, |rows| rows[row]);
-                    let mut rng = stream(call.seed, &format!("{name}[{origin}]"));
-                    (0..per_row).map(move |_| rng.sample::<f64, _>(StandardNormal))
-                })
-                .collect()
+            // Allocated once at its size: the cap counts the values, not a growing vector's
+            // spare capacity and copies.
+            let mut values = Vec::with_capacity(numel);
+            for row in 0..count {
+                let origin = rows.map_or(row, |rows| rows[row]);
+                let mut rng = stream(call.seed, &format!("{name}[{origin}]"));
+                values.extend((0..per_row).map(|_| rng.sample::<f64, _>(StandardNormal)));
+            }
+            values
         }
         _ => {
             let mut rng = stream(call.seed, name);

@@ -12,8 +12,7 @@ use ndarray::{ArrayD, IxDyn};
 use std::collections::BTreeMap;
 use thiserror::Error;
 
-/// Default cap on the memory one call's tensors may take once materialised (2 GiB).
-pub const DEFAULT_MEMORY_CAP: usize = 2 << 30;
+pub use crate::memory::DEFAULT_MEMORY_CAP;
 
 /// A tensor's values, logical (row-major) order; strides do not matter once materialised.
 #[derive(Clone, Debug, PartialEq)]
@@ -60,8 +59,8 @@ pub fn host_bytes(tensors: &Tensors) -> usize {
 #[derive(Debug, Error, PartialEq)]
 pub enum MaterialiseError {
     #[error(
-        "the call's tensors need {needed} bytes once materialised, over the cap of {cap} bytes \
-         (raise it with --memory-cap)"
+        "the call's tensors need {needed} bytes once materialised, over the {cap} bytes left of \
+         the memory cap (raise it with --memory-cap)"
     )]
     OverCap { needed: u128, cap: usize },
     #[error("{0}")]

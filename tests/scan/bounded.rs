@@ -4,6 +4,7 @@
 //! than per-thread reservations; before the fix each of these inputs took gigabytes.
 
 use fa3conform::scan::{Rule, Selection, scan_paths};
+use fa3conform::tensor::DEFAULT_MEMORY_CAP;
 use std::path::Path;
 use std::process::Command;
 
@@ -31,6 +32,10 @@ fn scan_limited(path: &Path, extra: &[&str]) -> (Option<i32>, String) {
         String::from_utf8(output.stdout).expect("UTF-8 output"),
     )
 }
+
+/// A memory budget that admits the 14-16 MB files below (`scan` holds 512 bytes a token while it
+/// parses): they must then run within [`LIMIT_MB`].
+const LARGE_FILE_BUDGET: &str = "4294967296";
 
 fn write(dir: &Path, name: &str, text: &str) -> std::path::PathBuf {
     let path = dir.join(name);
@@ -73,7 +78,7 @@ fn many_calls_on_one_line_give_bounded_output_without_copying_the_line() {
     let source = format!("{IMPORT}{}\n", call.repeat(calls));
     assert!(source.len() > 14_000_000);
     let path = write(dir.path(), "one_line.py", &source);
-    let (code, out) = scan_limited(&path, &[]);
+    let (code, out) = scan_limited(&path, &["--memory-cap", LARGE_FILE_BUDGET]);
     assert_eq!(code, Some(1), "{}", &out[out.len().saturating_sub(2000)..]);
     assert!(out.len() < 400_000, "{} bytes of output", out.len());
     assert!(
@@ -113,7 +118,10 @@ fn a_large_ordinary_file_is_scanned_in_bounded_memory() {
         i += 1;
     }
     let path = write(dir.path(), "large.py", &source);
-    let (code, out) = scan_limited(&path, &["--format", "json"]);
+    let (code, out) = scan_limited(
+        &path,
+        &["--format", "json", "--memory-cap", LARGE_FILE_BUDGET],
+    );
     assert_eq!(code, Some(0), "{}", &out[out.len().saturating_sub(2000)..]);
     let report: serde_json::Value = serde_json::from_str(&out).unwrap();
     let calls = i.div_ceil(8);
@@ -133,7 +141,7 @@ fn carriage_return_only_files_parse() {
         IMPORT.replace('\n', "\r")
     );
     let path = write(dir.path(), "classic_mac.py", &source);
-    let result = scan_paths(&[path], &Selection::default()).unwrap();
+    let result = scan_paths(&[path], &Selection::default(), DEFAULT_MEMORY_CAP).unwrap();
     let codes: Vec<Rule> = result.diagnostics.iter().map(|d| d.rule).collect();
     assert_eq!(codes, [Rule::VerNotThree]);
     assert_eq!(result.diagnostics[0].start.line, 3);
@@ -173,7 +181,7 @@ fn wrappers_that_call_themselves_or_fan_out_are_walked_in_bounded_time() {
     );
     for (name, source) in [("recursive.py", recursive), ("fan_out.py", fan_out)] {
         let path = write(dir.path(), name, &source);
-        let result = scan_paths(&[path], &Selection::default()).unwrap();
+        let result = scan_paths(&[path], &Selection::default(), DEFAULT_MEMORY_CAP).unwrap();
         assert!(
             result
                 .diagnostics

@@ -19,6 +19,7 @@ use fa3conform::scan::{
     EntryPoint, MAX_DIAGNOSTICS_PER_FILE, Rule, ScanOptions, ScanResult, Selection, Severity,
     scan_paths,
 };
+use fa3conform::tensor::DEFAULT_MEMORY_CAP;
 use serde_json::Value;
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -56,7 +57,7 @@ fn emitted_specs(options: &ScanOptions) -> String {
 }
 
 fn scan(paths: &[PathBuf], selection: &Selection) -> ScanResult {
-    scan_paths(paths, selection).expect("fixture paths exist")
+    scan_paths(paths, selection, DEFAULT_MEMORY_CAP).expect("fixture paths exist")
 }
 
 fn all_rules() -> Selection {
@@ -103,6 +104,7 @@ fn expected_codes(rule: Rule) -> Vec<(&'static str, usize)> {
         "FA3M021" => vec![("FA3M021", 2)],
         "FA3M022" => vec![("FA3M001", MAX_DIAGNOSTICS_PER_FILE), ("FA3M022", 1)],
         "FA3M023" => vec![("FA3M023", 1)],
+        "FA3M024" => vec![("FA3M010", 1), ("FA3M011", 1), ("FA3M024", 1)],
         "FA3M900" => vec![("FA3M900", 3)],
         other => panic!("no expectation for {other}: add its fixture and counts"),
     }
@@ -487,6 +489,7 @@ fn missing_paths_are_an_error_not_a_finding() {
     let err = scan_paths(
         &[PathBuf::from("tests/scan/no-such-dir")],
         &Selection::default(),
+        DEFAULT_MEMORY_CAP,
     )
     .unwrap_err();
     assert_eq!(

@@ -40,7 +40,7 @@
 //! - mate's MLA tests: `mate` accepts every call on its MLA decode branch and `musa` the call as
 //!   SGLang's wrapper receives it, with no error-severity hazard; numbers are not modelled for MLA.
 //!
-//! Numbers are computed for calls whose tensors fit [`NUMERICS_MEMORY_CAP`] and whose attention
+//! Numbers are computed for calls that fit the memory budget [`NUMERICS_MEMORY_CAP`] and whose attention
 //! work is within [`NUMERICS_WORK_CAP`]; a passed case says whether its numbers were checked and,
 //! if not, why.
 
@@ -53,6 +53,7 @@ use super::{CaseOutcome, CaseResult, Suite};
 use crate::call::{Dims, Dtype, KvCacheCall, Param, PyValue, TensorArg};
 use crate::certify::numerics::{self, Numerics};
 use crate::mate::DEFAULT_MP;
+use crate::memory::Budget;
 use crate::musa::{InjectionCache, MusaOptions};
 use crate::spec::call_to_json;
 use crate::validate::{Severity, Verdict, profiles};
@@ -86,9 +87,10 @@ impl UpstreamCall {
     }
 }
 
-/// Tensors of a call whose numbers the suite computes, at most (larger calls are validated only):
-/// mate's paged tests allocate three times the pages their sequences use.
-pub const NUMERICS_MEMORY_CAP: usize = 512 << 20;
+/// The memory budget of a call whose numbers the suite computes (larger calls are validated only):
+/// its tensors, the two references and the kernel path, about four times the tensors, which may
+/// so take about 512 MiB (mate's paged tests allocate three times the pages their sequences use).
+pub const NUMERICS_MEMORY_CAP: usize = 2 << 30;
 
 /// Attention work of a call whose numbers the suite computes, at most: Σ over sequences of query
 /// rows × keys (cache and new) × heads × (d + dv), the products the reference evaluates twice
@@ -363,7 +365,7 @@ fn check(entry: Entry, upstream: &UpstreamCall, numerics_cap: usize) -> Result<C
         ))));
     }
     let options = MusaOptions {
-        memory_cap: numerics_cap,
+        memory: Budget::new(numerics_cap),
         ..MusaOptions::default()
     };
     match numerics::check(&on_musa, &mut InjectionCache::default(), &options) {
@@ -410,7 +412,7 @@ fn through_sglang(call: &KvCacheCall) -> Result<KvCacheCall, String> {
 /// against the reference's evaluation of that rank.
 fn check_ranks(ranks: &[KvCacheCall], numerics_cap: usize) -> Result<CaseResult, String> {
     let options = MusaOptions {
-        memory_cap: numerics_cap,
+        memory: Budget::new(numerics_cap),
         ..MusaOptions::default()
     };
     let mut reports = Vec::new();
@@ -668,13 +670,14 @@ mod tests {
     }
 
     /// A small deterministic sample, the first ten calls (seed 1: one of each test, then two
-    /// more of FA3's and mate's test_paged_attn), with numbers for calls up to 96 MiB (the
-    /// kernel path's buffers on top of the tensors) so that a debug build runs it in seconds.
+    /// more of FA3's and mate's test_paged_attn), with numbers for calls up to 256 MiB (the
+    /// tensors, the references and the kernel path's buffers) so that a debug build runs it in
+    /// seconds.
     #[test]
     fn a_small_sample_of_each_test_passes() {
-        let outcomes: Vec<CaseOutcome> = (0..10).map(|i| run_case(1, i, 96 << 20)).collect();
+        let outcomes: Vec<CaseOutcome> = (0..10).map(|i| run_case(1, i, 256 << 20)).collect();
         for (index, outcome) in outcomes.iter().enumerate() {
-            assert_eq!(outcome, &run_case(1, index, 96 << 20), "deterministic");
+            assert_eq!(outcome, &run_case(1, index, 256 << 20), "deterministic");
             assert!(
                 outcome.result.failure().is_none(),
                 "{}: {:?}",

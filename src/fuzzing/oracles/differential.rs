@@ -67,9 +67,9 @@ pub fn kernel_vs_reference(
     if ref64.lse.iter().any(|&x| x == f64::INFINITY) {
         return Err(Skip::EmptyKvFastPath);
     }
-    for &metadata in sources {
+    for metadata in sources {
         let options = KernelOptions {
-            metadata,
+            metadata: metadata.clone(),
             stack,
             memory_cap: FUZZ_MEMORY_CAP,
             ..KernelOptions::default()

@@ -167,7 +167,7 @@ fn run(call: &KvCacheCall, tensors: &Tensors, mp: usize) -> Result<MusaOutput, M
             HostTensor::vector(Dtype::Int32, values.iter().map(|&x| x as f64)),
         );
     }
-    flash_attn_with_kvcache_on(call, tensors, &mut InjectionCache::default(), &options)
+    flash_attn_with_kvcache_on(call, &tensors, &mut InjectionCache::default(), &options)
 }
 
 /// Element-wise identity, NaN equal to NaN.
@@ -262,7 +262,7 @@ impl Subject {
             })
             .as_ref()
             .map_err(String::clone)?;
-        output.judge(exact, low).map(|_| ())
+        output.clone().judge(exact, low).map(|_| ())
     }
 
     /// How the kernel path must show the findings' consequence in `result` (the run with stale
