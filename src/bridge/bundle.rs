@@ -715,7 +715,9 @@ mod tests {
         let mut claims_softcap = bundle.clone();
         claims_softcap.expected.as_mut().unwrap().softcap = true;
         write_bundle(dir.path(), &claims_softcap).unwrap();
-        let err = read_bundle(dir.path(), &mut Budget::new(1 << 20)).unwrap_err().to_string();
+        let err = read_bundle(dir.path(), &mut Budget::new(1 << 20))
+            .unwrap_err()
+            .to_string();
         assert!(
             err.ends_with("expected.json's softcap is true, call.json has no softcap"),
             "{err}"
