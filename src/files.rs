@@ -82,26 +82,32 @@ pub fn read_text_within(
     parsed: impl FnOnce(&str) -> u128,
 ) -> Result<String, FileError> {
     let text = read_text(path, budget.left())?;
-    let name = || match path.as_os_str() == "-" {
-        true => "<stdin>".to_string(),
-        false => path.display().to_string(),
-    };
     budget
         .hold("its text", text.len() as u128)
         .and_then(|()| budget.hold("its parsed form", parsed(&text)))
-        .map_err(|over| FileError::OverBudget { path: name(), over })?;
+        .map_err(|over| FileError::OverBudget {
+            path: display_name(path),
+            over,
+        })?;
     Ok(text)
 }
 
 /// The text of `path`, or of standard input for `-`, at most `cap` bytes of it.
 pub fn read_text(path: &Path, cap: usize) -> Result<String, FileError> {
-    let (bytes, name) = if path.as_os_str() == "-" {
-        let name = "<stdin>".to_string();
-        (read_bounded(io::stdin().lock(), &name, cap)?, name)
-    } else {
-        (read(path, cap)?, path.display().to_string())
+    let name = display_name(path);
+    let bytes = match path.as_os_str() == "-" {
+        true => read_bounded(io::stdin().lock(), &name, cap)?,
+        false => read(path, cap)?,
     };
     String::from_utf8(bytes).map_err(|error| FileError::NotText { path: name, error })
+}
+
+/// How errors name `path`: `<stdin>` for `-`.
+fn display_name(path: &Path) -> String {
+    match path.as_os_str() == "-" {
+        true => "<stdin>".to_string(),
+        false => path.display().to_string(),
+    }
 }
 
 /// Refuses `path` when it is a symbolic link (to anything, or dangling).

@@ -50,10 +50,6 @@ impl Budget {
         Budget { cap, held: 0 }
     }
 
-    pub fn cap(&self) -> usize {
-        self.cap
-    }
-
     /// The bytes not yet held.
     pub fn left(&self) -> usize {
         (self.cap as u128).saturating_sub(self.held) as usize

@@ -144,10 +144,9 @@ impl Report for RunReport {
     }
 }
 
-/// Writes `out` and `softmax_lse` (F32, the stack's layout) and, after an append, `k_cache` and
-/// `v_cache` (cache dtype): the names and dtypes device-bridge bundles use.
-/// The outputs `--out` writes, each with the dtype it is stored in: out and lse in float32, the
-/// caches after an append in their own dtype.
+/// The outputs `--out` writes, with the names and dtypes device-bridge bundles use: `out` and
+/// `softmax_lse` in float32 (the stack's layout) and, after an append, `k_cache` and `v_cache` in
+/// the cache dtype.
 fn outputs_to_write<'a>(
     call: &KvCacheCall,
     result: &'a RefOutput,
@@ -168,6 +167,7 @@ fn outputs_to_write<'a>(
     outputs
 }
 
+/// Writes `outputs` ([`outputs_to_write`]) to `path` as safetensors.
 fn write_results(
     path: &std::path::Path,
     outputs: &[(&'static str, Dtype, &ArrayD<f64>)],

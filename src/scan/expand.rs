@@ -11,12 +11,12 @@ use crate::call::PyValue;
 use std::collections::HashMap;
 
 /// Wrappers of wrappers deeper than this are not followed.
-const MAX_DEPTH: usize = 8;
+pub(super) const MAX_DEPTH: usize = 8;
 /// Steps (entry points, partials, wrappers reached) one call site's walk may take: wrappers that
 /// call wrappers many times each would otherwise take time exponential in the nesting. Real
 /// wrappers forward one to three calls, a few levels deep (a few dozen steps); adversarial code
 /// reaches the cap (the scan fuzz target did) and has the paths past it left out.
-const MAX_STEPS: usize = 256;
+pub(super) const MAX_STEPS: usize = 256;
 
 /// Longest source text kept for an argument.
 const MAX_TEXT: usize = 120;

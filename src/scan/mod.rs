@@ -170,9 +170,11 @@ impl Source {
             Content::Path(path) => crate::files::read(path, cap)
                 .map(Into::into)
                 .map_err(|e| e.to_string()),
-            Content::Bytes(bytes) if bytes.len() > cap => Err(format!(
-                "more than {cap} bytes, over the memory cap (raise it with --memory-cap)"
-            )),
+            Content::Bytes(bytes) if bytes.len() > cap => Err(crate::files::FileError::OverCap {
+                path: self.display.clone(),
+                cap,
+            }
+            .to_string()),
             Content::Bytes(bytes) => Ok(bytes.as_slice().into()),
         }
     }
@@ -447,9 +449,12 @@ fn check_file(expander: &Expander, index: usize, selection: &Selection, result: 
             diagnostics.push(locate(
                 Rule::NotFollowed,
                 span,
-                "the scan stopped following this call through its partials and wrappers (more \
-                 than 8 deep, or 256 steps): the paths past them were not checked"
-                    .into(),
+                format!(
+                    "the scan stopped following this call through its partials and wrappers \
+                     (more than {} deep, or {} steps): the paths past them were not checked",
+                    expand::MAX_DEPTH,
+                    expand::MAX_STEPS
+                ),
                 Some(
                     "check the call as the entry point receives it by hand, or simplify the \
                      partials and wrappers"
