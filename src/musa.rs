@@ -156,9 +156,10 @@ impl Returned {
 #[derive(Clone, Debug, PartialEq)]
 pub struct MusaOutput {
     pub returned: Returned,
-    /// The caches after the call (updated in place when `k`/`v` are appended).
-    pub k_cache: HostTensor,
-    pub v_cache: HostTensor,
+    /// The caches after the call when `k`/`v` were appended (updated in place); `None` when the
+    /// call left them unchanged.
+    pub k_cache: Option<HostTensor>,
+    pub v_cache: Option<HostTensor>,
     pub metadata: MetadataUsed,
     /// S_F, the forward's split count.
     pub num_splits: usize,
@@ -181,8 +182,8 @@ impl MusaOutput {
         tolerance::judge(
             out.data,
             lse.data,
-            self.k_cache.data,
-            self.v_cache.data,
+            self.k_cache.map(|t| t.data),
+            self.v_cache.map(|t| t.data),
             ref64,
             lowprec,
         )

@@ -278,7 +278,8 @@ fn paged_append_with_head_dim_96_writes_past_each_row() {
         .set("page_table", int_matrix(1, &[1, 0]))
         .set("cache_seqlens", ints(&[5]));
     let r = run(&call);
-    for cache in [&r.kernel.k_cache.data, &r.kernel.v_cache.data] {
+    for cache in [&r.kernel.k_cache, &r.kernel.v_cache] {
+        let cache = &cache.as_ref().expect("appended").data;
         let slot8: Vec<f64> = (0..96).map(|c| cache[[1, 8, 0, c]]).collect();
         assert!(slot8[..32].iter().all(|&x| x == 0.0), "{slot8:?}");
         assert!(slot8[32..].iter().all(|&x| x == 1.0));
@@ -384,7 +385,7 @@ fn appends_past_the_capacity_land_in_the_next_cache_row() {
         .set("cache_seqlens", ints(&[14, 8]))
         .set("return_softmax_lse", PyValue::Bool(true));
     let r = run(&call);
-    let k = &r.kernel.k_cache.data;
+    let k = &r.kernel.k_cache.as_ref().expect("appended").data;
     assert_eq!((k[[1, 0, 0, 0]], k[[1, 1, 0, 0]]), (2.0, 3.0));
     assert_eq!((k[[0, 14, 0, 0]], k[[0, 15, 0, 0]]), (0.0, 1.0));
     let found = hazards(&call);
@@ -472,7 +473,7 @@ fn rotary_positions_past_the_capacity_rotate_to_zero() {
         .set("rotary_seqlens", ints(&[30]))
         .set("cache_seqlens", ints(&[14]));
     let r = run(&call);
-    let k = &r.kernel.k_cache.data;
+    let k = &r.kernel.k_cache.as_ref().expect("appended").data;
     // Positions 30, 31 rotate by the identity; 32, 33 (slots 16, 17) lose their first 32 dims.
     assert!((0..64).all(|c| k[[0, 14, 0, c]] == 1.0 && k[[0, 15, 0, c]] == 1.0));
     for slot in [16, 17] {

@@ -179,7 +179,11 @@ fn appended_keys_are_rotated_and_written_at_cache_seqlens() {
             .set("cache_seqlens", ints(&[1], vec![1]))
             .set("rotary_interleaved", PyValue::Bool(interleaved));
         let out = run(&call).unwrap();
-        let written: Vec<f64> = (0..D).map(|c| out.k_cache.data[[0, 1, 0, c]]).collect();
+        let (k_cache, v_cache) = (
+            &out.k_cache.as_ref().expect("appended").data,
+            &out.v_cache.as_ref().expect("appended").data,
+        );
+        let written: Vec<f64> = (0..D).map(|c| k_cache[[0, 1, 0, c]]).collect();
         let mut expected = k_new.clone();
         for i in 0..8 {
             let (a, b) = if interleaved {
@@ -191,10 +195,10 @@ fn appended_keys_are_rotated_and_written_at_cache_seqlens() {
             expected[b] = k_new[a];
         }
         assert_eq!(written, expected, "interleaved = {interleaved}");
-        assert!((0..D).all(|c| out.v_cache.data[[0, 1, 0, c]] == 9.0));
+        assert!((0..D).all(|c| v_cache[[0, 1, 0, c]] == 9.0));
         // Untouched: position 0 (old key) and 2 (beyond the new token).
-        assert!((0..D).all(|c| out.k_cache.data[[0, 0, 0, c]] == -1.0));
-        assert!((0..D).all(|c| out.k_cache.data[[0, 2, 0, c]] == -1.0));
+        assert!((0..D).all(|c| k_cache[[0, 0, 0, c]] == -1.0));
+        assert!((0..D).all(|c| k_cache[[0, 2, 0, c]] == -1.0));
         // q is 0, so the two visible keys weigh equally: out = (−1 + 9)/2 = 4.
         assert_eq!(out.out.data[[0, 0, 0, 0]], 4.0);
     }

@@ -21,13 +21,12 @@ pub use plan::MAX_HEAD_DIM;
 
 use crate::call::{Dtype, KvCacheCall};
 use crate::mate::{DEFAULT_MP, SchedulerMetadata};
-use crate::numeric::{e4m3fn_from_f32, e4m3fn_to_f32};
+use crate::numeric;
 use crate::parallel;
 use crate::reference::{ContextParallel, RefOutput, Stack};
 use crate::tensor::{DEFAULT_MEMORY_CAP, HostTensor, Tensors};
 use crate::tolerance;
 use bindings as ffi;
-use half::{bf16, f16};
 use ndarray::{ArrayD, IxDyn};
 use plan::Plan;
 use rayon::prelude::*;
@@ -132,9 +131,9 @@ pub struct KernelOutput {
     pub out: HostTensor,
     /// float32 `(b, h, seqlen_q)` or `(h, total_q)`.
     pub lse: HostTensor,
-    /// The caches after the append-KV pass (unchanged without new keys).
-    pub k_cache: HostTensor,
-    pub v_cache: HostTensor,
+    /// The caches after the append-KV pass; `None` without new keys (the caches are unchanged).
+    pub k_cache: Option<HostTensor>,
+    pub v_cache: Option<HostTensor>,
     /// The metadata the forward consumed, if any.
     pub metadata: Option<SchedulerMetadata>,
     /// S_F, the forward's split count (1 without metadata).
@@ -152,8 +151,8 @@ impl KernelOutput {
         tolerance::judge(
             self.out.data,
             self.lse.data,
-            self.k_cache.data,
-            self.v_cache.data,
+            self.k_cache.map(|t| t.data),
+            self.v_cache.map(|t| t.data),
             ref64,
             lowprec,
         )
@@ -184,45 +183,35 @@ fn storage_dtype(dtype: Dtype) -> Dtype {
 }
 
 impl Buffer {
-    fn encode(dtype: Dtype, values: impl ExactSizeIterator<Item = f64>) -> Buffer {
+    /// `tensor`'s values stored as `dtype` stores on the device.
+    fn of(dtype: Dtype, tensor: &HostTensor) -> Buffer {
         let dtype = storage_dtype(dtype);
-        let numel = values.len();
-        let mut bytes = Vec::with_capacity(numel * dtype.size_bytes());
-        for x in values {
-            match dtype {
-                Dtype::Float16 => bytes.extend(f16::from_f64(x).to_le_bytes()),
-                Dtype::Bfloat16 => bytes.extend(bf16::from_f64(x).to_le_bytes()),
-                Dtype::Float8E4m3fn => bytes.push(e4m3fn_from_f32(x as f32)),
-                _ => bytes.extend((x as f32).to_le_bytes()),
-            }
-        }
+        let values = tensor.data.as_standard_layout();
+        let values = values.as_slice().expect("standard layout");
         Buffer {
-            bytes,
+            bytes: numeric::to_le_bytes(dtype, values),
+            dtype,
+            numel: values.len(),
+        }
+    }
+
+    fn filled(dtype: Dtype, numel: usize, value: f64) -> Buffer {
+        let dtype = storage_dtype(dtype);
+        Buffer {
+            bytes: numeric::to_le_bytes(dtype, &[value]).repeat(numel),
             dtype,
             numel,
         }
     }
 
-    fn of(tensor: &HostTensor) -> Buffer {
-        Buffer::encode(tensor.dtype, tensor.data.iter().copied())
-    }
-
-    fn filled(dtype: Dtype, numel: usize, value: f64) -> Buffer {
-        Buffer::encode(dtype, std::iter::repeat_n(value, numel))
-    }
-
     fn decode(&self, shape: &[usize]) -> HostTensor {
-        let size = self.dtype.size_bytes();
-        let values = self.bytes.chunks_exact(size).map(|c| match self.dtype {
-            Dtype::Float16 => f16::from_le_bytes([c[0], c[1]]).to_f64(),
-            Dtype::Bfloat16 => bf16::from_le_bytes([c[0], c[1]]).to_f64(),
-            Dtype::Float8E4m3fn => e4m3fn_to_f32(c[0]) as f64,
-            _ => f32::from_le_bytes([c[0], c[1], c[2], c[3]]) as f64,
-        });
         HostTensor {
             dtype: self.dtype,
-            data: ArrayD::from_shape_vec(IxDyn(shape), values.collect())
-                .expect("buffer length matches its shape"),
+            data: ArrayD::from_shape_vec(
+                IxDyn(shape),
+                numeric::from_le_bytes(self.dtype, &self.bytes),
+            )
+            .expect("buffer length matches its shape"),
         }
     }
 
@@ -369,12 +358,8 @@ pub fn prepare(
             cap: options.memory_cap,
         });
     }
-    let tensor = |name: &str| tensors.get(name).map(Buffer::of);
-    let f32_tensor = |name: &str| {
-        tensors
-            .get(name)
-            .map(|t| Buffer::encode(Dtype::Float32, t.data.iter().copied()))
-    };
+    let tensor = |name: &str| tensors.get(name).map(|t| Buffer::of(t.dtype, t));
+    let f32_tensor = |name: &str| tensors.get(name).map(|t| Buffer::of(Dtype::Float32, t));
     let index = |name: &str| int32s(tensors, name);
     Ok(Prepared {
         mp: options.mp,
@@ -584,11 +569,12 @@ impl Prepared {
             )
         };
         let cache_shape = |dim| [dims.cache_batch, self.plan.cache_rows(), hk, dim];
+        let appended = self.k_new.is_some();
         KernelOutput {
             out: self.out.decode(&out_shape),
             lse: self.lse.decode(&lse_shape),
-            k_cache: self.k_cache.decode(&cache_shape(dims.head_size)),
-            v_cache: self.v_cache.decode(&cache_shape(dims.head_size_v)),
+            k_cache: appended.then(|| self.k_cache.decode(&cache_shape(dims.head_size))),
+            v_cache: appended.then(|| self.v_cache.decode(&cache_shape(dims.head_size_v))),
             metadata: self.plan.metadata.clone(),
             num_splits: self.plan.num_splits,
         }
