@@ -25,10 +25,11 @@
 use super::{Call, Lengths};
 use crate::call::{Dtype, KvCacheCall, Param};
 use crate::reference::{self, Precision, RefError, RefOutput, Stack, Unspecified};
-use crate::tensor::Tensors;
+use crate::tensor::{HostTensor, Tensors};
 use crate::validate::Profile;
 use crate::validate::profiles::MUSA;
 use ndarray::{ArrayD, Axis, IxDyn};
+use std::borrow::Cow;
 
 /// Above this a clamped fp16 row's largest P is far from fp16's subnormals: clean within the rule.
 const FP16_CLEAN_ABOVE: f64 = -3.0;
@@ -63,24 +64,28 @@ pub fn musa_references(
 }
 
 /// The inputs as the device reads them where that is itself clean attention: cos/sin rows at or
-/// past the capacity read as 0 (the descriptor covers `{capacity, rotary_dim/2}`, D5).
-fn device_inputs(call: &KvCacheCall, tensors: &Tensors) -> Tensors {
-    let mut read = tensors.clone();
+/// past the capacity read as 0 (the descriptor covers `{capacity, rotary_dim/2}`, D5). Borrowed
+/// unless a table reaches past the capacity.
+fn device_inputs<'t>(call: &KvCacheCall, tensors: &'t Tensors) -> Cow<'t, Tensors> {
+    let mut read = Cow::Borrowed(tensors);
     let verdict = MUSA.validate(call);
     let Some(capacity) = verdict.resolved().map(|r| r.seqlen_k) else {
         return read;
     };
     for name in ["rotary_cos", "rotary_sin"] {
-        if let Some(table) = read.get_mut(name) {
-            if table.shape().len() == 2 && table.shape()[0] > capacity {
-                table
-                    .data
-                    .slice_each_axis_mut(|axis| match axis.axis.index() {
-                        0 => ndarray::Slice::from(capacity..),
-                        _ => ndarray::Slice::from(..),
-                    })
-                    .fill(0.0);
-            }
+        let past_capacity =
+            |table: &HostTensor| table.shape().len() == 2 && table.shape()[0] > capacity;
+        if !read.get(name).is_some_and(past_capacity) {
+            continue;
+        }
+        if let Some(table) = read.to_mut().get_mut(name) {
+            table
+                .data
+                .slice_each_axis_mut(|axis| match axis.axis.index() {
+                    0 => ndarray::Slice::from(capacity..),
+                    _ => ndarray::Slice::from(..),
+                })
+                .fill(0.0);
         }
     }
     read
