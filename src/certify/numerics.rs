@@ -76,7 +76,7 @@ pub fn check(call: &KvCacheCall, cache: &mut InjectionCache, options: &MusaOptio
     };
     let budget = match budget_for_references(&call, &tensors, None, options) {
         Ok(budget) => budget,
-        Err(why) => return why,
+        Err(why) => return Numerics::NotRun(why),
     };
     let mut stack_budget = budget.clone();
     // the stack counts the tensors itself
@@ -149,7 +149,7 @@ fn check_rank_on(
 ) -> Numerics {
     let budget = match budget_for_references(call, &tensors, Some(cp), options) {
         Ok(budget) => budget,
-        Err(why) => return why,
+        Err(why) => return Numerics::NotRun(why),
     };
     let kernel_options = KernelOptions {
         mp: options.mp,
@@ -174,16 +174,16 @@ fn check_rank_on(
 
 /// The memory budget of one check after the call's tensors and what the f64 and low-precision
 /// references allocate (both results are held with the kernel path's): the kernel path gets the
-/// rest. Not run when the references do not fit.
+/// rest. Why the check is not run when the references do not fit.
 fn budget_for_references(
     call: &KvCacheCall,
     tensors: &Tensors,
     cp: Option<&ContextParallel>,
     options: &MusaOptions,
-) -> Result<Budget, Numerics> {
+) -> Result<Budget, String> {
     let mut budget = options.memory.clone();
     let references = reference::scratch_bytes(call, tensors, Stack::Musa, cp)
-        .map_err(|e| Numerics::NotRun(format!("the reference: {e}")))?;
+        .map_err(|e| format!("the reference: {e}"))?;
     budget
         .hold("the call's tensors", host_bytes(tensors) as u128)
         .and_then(|()| {
@@ -192,7 +192,7 @@ fn budget_for_references(
                 2 * references,
             )
         })
-        .map_err(|over| Numerics::NotRun(over.to_string()))?;
+        .map_err(|over| over.to_string())?;
     Ok(budget)
 }
 
