@@ -1,4 +1,5 @@
-//! Rounding to the storage dtypes of the stacks: f16/bf16 through `half`, fp8 as torch converts.
+//! Rounding to the storage dtypes of the stacks as torch converts float64 tensors (floats through
+//! float32; fp8 from float32), and the values' little-endian bytes.
 
 mod fp8;
 
