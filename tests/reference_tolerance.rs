@@ -57,3 +57,31 @@ fn an_output_five_baselines_away_fails() {
     let err = compare(&sloppy, &exact, &low).unwrap_err();
     assert_eq!(err.tensor, "out");
 }
+
+/// `tolerance-calibration` (the README's tolerance figures): on a few hundred calls the kernel path
+/// is within the rule everywhere and the kernel 0.2 % off is refused on a good share.
+#[test]
+fn calibration_admits_the_kernel_path_and_refuses_a_biased_one() {
+    let output = std::process::Command::new(env!("CARGO_BIN_EXE_tolerance-calibration"))
+        .args(["300", "small"])
+        .output()
+        .expect("runs");
+    let stdout = String::from_utf8(output.stdout).unwrap();
+    assert!(output.status.success(), "{stdout}");
+    let refused = |line: &str| -> usize {
+        let line = stdout
+            .lines()
+            .find(|l| l.trim_start().starts_with(line))
+            .unwrap_or_else(|| panic!("no line for {line}: {stdout}"));
+        line.rsplit("refused ").next().unwrap().parse().unwrap()
+    };
+    assert_eq!(refused("the kernel path: "), 0, "{stdout}");
+    assert!(
+        refused("the kernel path, out 0.2 % too large: ") >= 100,
+        "{stdout}"
+    );
+    let usage = std::process::Command::new(env!("CARGO_BIN_EXE_tolerance-calibration"))
+        .output()
+        .expect("runs");
+    assert_eq!(usage.status.code(), Some(2));
+}
