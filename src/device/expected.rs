@@ -72,9 +72,9 @@ fn device_inputs<'t>(call: &KvCacheCall, tensors: &'t Tensors) -> Cow<'t, Tensor
     let Some(capacity) = verdict.resolved().map(|r| r.seqlen_k) else {
         return read;
     };
+    let past_capacity =
+        |table: &HostTensor| table.shape().len() == 2 && table.shape()[0] > capacity;
     for name in ["rotary_cos", "rotary_sin"] {
-        let past_capacity =
-            |table: &HostTensor| table.shape().len() == 2 && table.shape()[0] > capacity;
         if !read.get(name).is_some_and(past_capacity) {
             continue;
         }
